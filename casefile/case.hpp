@@ -1,0 +1,85 @@
+// One data-parallel step, explicit enough for another framework to run it:
+// the in-memory form of the `infonce-case/1` file (SPEC section 7).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loss/matrix.hpp"
+#include "loss/padding.hpp"
+#include "loss/reference.hpp"
+#include "loss/settings.hpp"
+
+namespace infonce {
+
+// World rank w holds DP shard w / replicas and replica index w % replicas:
+// the replicas of one shard are neighbours, as tensor/sequence-parallel ranks
+// usually are; DP group r is {r, r + R, r + 2R, ...}.
+struct Mesh {
+  std::int32_t world = 1;
+  std::int32_t dp = 1;
+  std::int32_t replicas() const { return world / dp; }
+  std::int32_t dp_rank(std::int32_t world_rank) const { return world_rank / replicas(); }
+  std::int32_t replica(std::int32_t world_rank) const { return world_rank % replicas(); }
+};
+
+enum class Reduction { mean, sum };
+enum class GatherPath { object, tensor };
+enum class RngMode { synced, per_rank };
+enum class ScalarType { float64, float32 };
+
+struct Expectation {
+  double loss = 0;
+  Matrix<double> grad;  // D x F
+  double rtol = 1e-10;
+  double atol = 1e-12;
+};
+
+struct Case {
+  Mesh mesh;
+  Reduction reduction = Reduction::mean;
+  GatherPath gather = GatherPath::object;
+  bool compensate = true;
+  loss::LossSettings loss;
+  bool encoder_normalize = true;
+  Matrix<double> weight;  // D x F
+  std::int32_t accumulation_steps = 1;
+  bool accumulation_normalize = true;
+  RngMode rng_mode = RngMode::synced;
+  std::uint64_t rng_seed = 0;
+  std::optional<loss::RecordedDraws> padding_draws;          // [micro][dp rank][draw]
+  std::vector<std::vector<loss::ShardBatch>> batches;        // [micro][dp rank]
+  std::optional<Expectation> expect;
+  ScalarType scalar = ScalarType::float64;  // extension key "dtype", optional
+
+  std::int32_t feature_dim() const { return static_cast<std::int32_t>(weight.cols()); }
+  std::int32_t embedding_dim() const { return static_cast<std::int32_t>(weight.rows()); }
+};
+
+// Limits on everything (TigerBeetle style): a case beyond them is rejected
+// with an InputError instead of exhausting memory.
+struct CaseLimits {
+  static constexpr std::int32_t kMaxWorld = 65536;
+  static constexpr std::int32_t kMaxAccumulationSteps = 1024;
+  static constexpr std::int32_t kMaxGroupsPerShard = 1 << 16;
+  static constexpr std::int32_t kMaxNegatives = 1 << 12;
+  static constexpr std::int32_t kMaxDim = 1 << 12;
+  static constexpr std::int64_t kMaxNumbers = std::int64_t{1} << 26;  // features in one case
+};
+
+// Checks every invariant of a case that the file format cannot express
+// (P divides W, shapes agree, dims within limits, finite numbers, T > 0, ...).
+// Throws InputError naming the key.
+void validate_case(const Case& c);
+
+// The reference problem of a case (SPEC section 4) and its padding plan.
+loss::ReferenceProblem reference_problem(const Case& c);
+std::unique_ptr<loss::PaddingPlan> reference_padding(const Case& c);
+
+// Seed of world rank w's hard-negative generator: one seed for all ranks in
+// synced mode, a different one per rank in per-rank mode.
+std::uint64_t padding_seed_of_rank(const Case& c, std::int32_t world_rank);
+
+}  // namespace infonce

@@ -1,0 +1,44 @@
+// The full-batch reference of SPEC section 4: one process, no collectives.
+// For each micro-step the loss over the union of every data shard's
+// micro-batch (in shard order), divided by A when GA normalisation is on,
+// summed over micro-steps; the gradient by exact differentiation.
+// Without use_batch the objective is the mean (or, under a summing
+// reduction, the sum) over shards of each shard's own mean loss.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loss/matrix.hpp"
+#include "loss/padding.hpp"
+#include "loss/settings.hpp"
+
+namespace infonce::loss {
+
+// One data shard's micro-batch: groups [q, p, n_1..n_k] laid end to end.
+struct ShardBatch {
+  Matrix<double> features;                   // rows x F
+  std::vector<std::int32_t> negative_counts;  // k_g per group
+};
+
+struct ReferenceProblem {
+  LossSettings settings;
+  Matrix<double> weight;  // D x F
+  bool normalize = true;
+  bool accumulation_normalize = true;
+  bool sum_over_shards = false;                    // use_batch = false under a sum reduction
+  std::vector<std::vector<ShardBatch>> micro_batches;  // [micro][shard]
+};
+
+template <class Scalar>
+struct ReferenceResult {
+  Scalar loss;                              // the objective
+  std::vector<Scalar> shard_losses;          // use_batch = false: each shard's value (summed over micro-steps)
+  Matrix<Scalar> grad;                       // d objective / dW
+};
+
+// Padding streams: with use_batch, stream 0 pads the union; without, stream d pads shard d.
+template <class Scalar>
+ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, PaddingPlan& padding);
+
+}  // namespace infonce::loss

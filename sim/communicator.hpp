@@ -1,0 +1,71 @@
+// The one interface between a rank program and its collectives. The fiber
+// simulator and the MPI backend both implement it, so the rank program is the
+// same code on both. It knows nothing of losses: it moves numbers and bytes.
+//
+// Semantics follow real libraries: every member of a group must call the same
+// collective in the same order with compatible sizes; results are always in
+// group-rank order, never in arrival order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace infonce::sim {
+
+enum class ReduceOp { sum, mean };
+
+// An ordered set of world ranks; a member's group rank is its position.
+struct Group {
+  std::int32_t id = 0;  // 0 is the world group; split() numbers the others
+  std::vector<std::int32_t> world_ranks;
+
+  std::int32_t size() const { return static_cast<std::int32_t>(world_ranks.size()); }
+  // Group rank of `world_rank`, or -1 if it is not a member.
+  std::int32_t rank_of(std::int32_t world_rank) const;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual std::int32_t world_rank() const = 0;
+  virtual std::int32_t world_size() const = 0;
+  virtual Group world() const = 0;
+
+  // Collective over the world (MPI_Comm_split): ranks with the same color form
+  // a group, ordered by key then world rank.
+  virtual Group split(std::int32_t color, std::int32_t key) = 0;
+
+  // Fixed-size all-gather: every member gives the same count; the result is
+  // the members' values concatenated in group-rank order.
+  virtual std::vector<double> all_gather(const Group& group, std::span<const double> mine) = 0;
+  virtual std::vector<float> all_gather(const Group& group, std::span<const float> mine) = 0;
+  virtual std::vector<std::int64_t> all_gather(const Group& group,
+                                               std::span<const std::int64_t> mine) = 0;
+
+  // All-gather with sizes agreed beforehand (torch's tensor path, after the
+  // shape exchange): member i must give counts[i] values.
+  virtual std::vector<double> all_gather_v(const Group& group, std::span<const double> mine,
+                                           std::span<const std::int64_t> counts) = 0;
+  virtual std::vector<float> all_gather_v(const Group& group, std::span<const float> mine,
+                                          std::span<const std::int64_t> counts) = 0;
+  virtual std::vector<std::int64_t> all_gather_v(const Group& group,
+                                                 std::span<const std::int64_t> mine,
+                                                 std::span<const std::int64_t> counts) = 0;
+
+  // all_gather_object: serialized objects of any size; result[i] is member i's.
+  virtual std::vector<std::vector<std::byte>> all_gather_object(
+      const Group& group, std::span<const std::byte> mine) = 0;
+
+  virtual void all_reduce(const Group& group, std::span<double> values, ReduceOp op) = 0;
+  virtual void all_reduce(const Group& group, std::span<float> values, ReduceOp op) = 0;
+
+  virtual void broadcast(const Group& group, std::span<double> values, std::int32_t root) = 0;
+  virtual void broadcast(const Group& group, std::span<std::byte> values, std::int32_t root) = 0;
+
+  virtual void barrier(const Group& group) = 0;
+};
+
+}  // namespace infonce::sim
