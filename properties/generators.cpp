@@ -1,0 +1,90 @@
+#include "properties/generators.hpp"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+
+namespace infonce::properties {
+namespace {
+
+// Every choice inside gen::exec is an int from one generator shape, clamped
+// to its range: when shrinking changes the structure (fewer micro-steps,
+// ranks or groups), RapidCheck replays recorded values by position, and a
+// value recorded for one choice may land on another. Clamping keeps every
+// replayed value valid; uniform types keep the replay type-safe.
+int pick(int lo, int hi) {
+  return std::clamp(*rc::gen::inRange(lo, hi + 1), lo, hi);
+}
+bool flip() { return pick(0, 1) == 1; }
+
+template <class T, std::size_t N>
+T pick_from(const std::array<T, N>& choices) {
+  return choices[static_cast<std::size_t>(pick(0, static_cast<int>(N) - 1))];
+}
+
+// Log-uniform up to `max`: small worlds are common, 64 still appears.
+int pick_log_uniform(int max) {
+  int exponent_max = 0;
+  while ((1 << (exponent_max + 1)) <= max) ++exponent_max;
+  const int cap = std::min(max, 1 << pick(0, exponent_max));
+  return pick(1, cap);
+}
+
+std::vector<std::int32_t> pick_negatives(int groups, int min_k, int max_k, bool equal) {
+  std::vector<std::int32_t> ks;
+  const int shared = pick(min_k, max_k);
+  for (int g = 0; g < groups; ++g) ks.push_back(equal ? shared : pick(min_k, max_k));
+  return ks;
+}
+
+CaseSpec generate(const GeneratorLimits& limits) {
+  CaseSpec spec;
+  spec.dp = pick_log_uniform(limits.max_world);
+  spec.world = spec.dp * pick_log_uniform(std::max(1, limits.max_world / spec.dp));
+  spec.use_batch = !flip();  // shrinks toward use_batch = true, the mode of the bug
+  spec.hard_negatives = flip() ? pick(1, limits.max_negatives) : 0;
+  const int accumulation = pick(1, limits.max_accumulation);
+  spec.accumulation_normalize = !flip();
+  // Keep the global batch bounded so one case stays cheap at P = 64.
+  const int max_groups = std::max(1, std::min(limits.max_groups, 64 / spec.dp));
+  const bool equal_negatives = flip();
+  const int min_k = spec.hard_negatives > 0 ? 1 : 0;
+  spec.negatives.clear();
+  for (int m = 0; m < accumulation; ++m) {
+    auto& shards = spec.negatives.emplace_back();
+    for (int d = 0; d < spec.dp; ++d) {
+      // Without use_batch every rank needs a group; with it only the whole batch does.
+      const int min_groups = (!spec.use_batch || d == 0) ? 1 : 0;
+      shards.push_back(pick_negatives(pick(min_groups, max_groups), min_k, limits.max_negatives,
+                                      equal_negatives));
+    }
+  }
+  spec.feature_dim = pick(1, limits.max_dim);
+  spec.embedding_dim = pick(1, limits.max_dim);
+  spec.normalize = !flip();
+  spec.mask_fake_negative = flip();
+  spec.fake_neg_margin = pick_from(std::array{0.1, 0.0, 0.05, 0.3, -0.05});
+  spec.include_qq = flip();
+  spec.include_dd = flip();
+  spec.temperature = pick_from(std::array{0.1, 1.0, 0.5, 0.05, 2.0});
+  spec.reduction = flip() ? Reduction::sum : Reduction::mean;
+  spec.gather = flip() ? GatherPath::tensor : GatherPath::object;
+  spec.scalar = flip() ? ScalarType::float32 : ScalarType::float64;
+  spec.data_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
+  spec.rng_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
+  return spec;
+}
+
+}  // namespace
+
+GeneratorLimits default_limits() { return {}; }
+
+GeneratorLimits typical_limits() {
+  return {.max_world = 8, .max_groups = 3, .max_negatives = 3, .max_dim = 6, .max_accumulation = 3};
+}
+
+rc::Gen<CaseSpec> case_spec_gen(const GeneratorLimits& limits) {
+  return rc::gen::exec([limits] { return generate(limits); });
+}
+
+}  // namespace infonce::properties

@@ -1,0 +1,174 @@
+#include "properties/properties.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "base/error.hpp"
+#include "loss/encoder.hpp"
+#include "loss/groups.hpp"
+#include "loss/infonce.hpp"
+#include "loss/padding.hpp"
+
+namespace infonce::properties {
+namespace {
+
+std::string format(double value) {
+  std::ostringstream out;
+  out.precision(6);
+  out << value;
+  return out.str();
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+double max_abs(const Matrix<double>& m) { return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff(); }
+
+void check_reference_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
+  if (r.loss_matches && r.grad_matches) return;
+  verdict.failures.push_back(
+      {kGradientMatches, "loss " + format(r.loss) + " vs reference " + format(r.reference.loss) +
+                             ", gradient rel_err " + format(r.rel_err) + ", ratio " +
+                             (r.ratio ? format(*r.ratio) : std::string("undefined"))});
+}
+
+void check_rank_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
+  if (r.losses_equal && r.grads_consistent) return;
+  std::string detail = r.losses_equal ? "ranks hold different reduced gradients"
+                                      : "ranks report different losses:";
+  if (!r.losses_equal) {
+    for (std::size_t w = 0; w < r.losses.size() && w < 8; ++w) detail += " " + format(r.losses[w]);
+  }
+  verdict.failures.push_back({kEqualLoss, detail});
+}
+
+void check_padding(const step::CaseReport& r, CaseVerdict& verdict) {
+  if (r.padded_positives == 0) return;
+  verdict.failures.push_back({kPaddingSkipsPositive, std::to_string(r.padded_positives) +
+                                                         " padding rows were the group's positive"});
+}
+
+void check_schedule(const step::DistributedSetup& setup, const step::DistributedResult& fifo,
+                    std::uint64_t schedule_seed, CaseVerdict& verdict) {
+  step::RunOptions options;
+  options.schedule = {sim::ScheduleKind::random, schedule_seed};
+  const step::DistributedResult other =
+      step::run_on_fibers(setup.distributed_case, setup.variant, options);
+  bool same = same_bits(fifo.losses, other.losses) && fifo.padded_positives == other.padded_positives;
+  for (std::size_t w = 0; same && w < fifo.grads.size(); ++w) same = same_bits(fifo.grads[w], other.grads[w]);
+  if (!same) {
+    verdict.failures.push_back({kScheduleIndependent, "schedule seed " + std::to_string(schedule_seed) +
+                                                          " changed the results' bits"});
+  }
+}
+
+// Property 2: without the fix, the reduced gradient is the reference / P.
+void check_uncompensated(const Case& c, const step::DistributedSetup& setup,
+                         const step::ReferenceValues& reference, CaseVerdict& verdict) {
+  if (!c.loss.use_batch || c.reduction != Reduction::mean || c.mesh.dp < 2) return;
+  verdict.uncompensated_checked = true;
+  Case uncompensated = setup.distributed_case;
+  uncompensated.compensate = false;
+  const step::DistributedResult result = step::run_on_fibers(uncompensated, setup.variant, {});
+  const Matrix<double> grad = Eigen::Map<const Matrix<double>>(
+      result.grads[0].data(), c.embedding_dim(), c.feature_dim());
+  const Matrix<double> expected = reference.grad / static_cast<double>(c.mesh.dp);
+  const step::Tolerance t = step::tolerance_for(c.scalar);
+  const double error = max_abs(grad - expected);
+  if (std::isfinite(error) && error <= t.atol + t.rtol * max_abs(expected)) return;
+  const double ref_norm2 = reference.grad.squaredNorm();
+  const double ratio = ref_norm2 > 0 ? grad.cwiseProduct(reference.grad).sum() / ref_norm2 : NAN;
+  verdict.failures.push_back({kUncompensatedRatio, "ratio " + format(ratio) + ", expected 1/" +
+                                                       std::to_string(c.mesh.dp)});
+}
+
+// Property 3 on micro-step 0: the union (use_batch) or shard 0, both code paths.
+template <class Scalar>
+void check_code_paths_in(const Case& c, CaseVerdict& verdict) {
+  const auto& shards = c.batches[0];
+  const std::size_t used = c.loss.use_batch ? shards.size() : 1;
+  std::vector<std::int32_t> ks;
+  std::int64_t rows = 0;
+  for (std::size_t d = 0; d < used; ++d) {
+    ks.insert(ks.end(), shards[d].negative_counts.begin(), shards[d].negative_counts.end());
+    rows += shards[d].features.rows();
+  }
+  Matrix<double> features(rows, c.feature_dim());
+  rows = 0;
+  for (std::size_t d = 0; d < used; ++d) {
+    features.middleRows(rows, shards[d].features.rows()) = shards[d].features;
+    rows += shards[d].features.rows();
+  }
+  const Matrix<Scalar> embeddings =
+      loss::encode<Scalar>(c.weight.cast<Scalar>(), features.cast<Scalar>(), c.encoder_normalize);
+  loss::GroupLayout layout =
+      loss::parse_groups(loss::labels_for_negative_counts(ks), static_cast<std::int32_t>(rows));
+  if (c.loss.hard_negatives) {
+    loss::GeneratedPadding padding({padding_seed_of_rank(c, 0)});
+    layout = loss::resize_hard_negatives(layout, *c.loss.hard_negatives, c.loss.padding,
+                                         padding.source(0, 0));
+  }
+  if (!loss::trainer_uses_batched_path(layout, c.loss)) return;
+  verdict.code_paths_checked = true;
+  const auto batched = loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, c.loss,
+                                                               loss::CodePath::batched);
+  const auto loop =
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, c.loss, loss::CodePath::loop);
+  const step::Tolerance t = step::tolerance_for(c.scalar);
+  const Matrix<double> gb = batched.grad_embeddings.template cast<double>();
+  const Matrix<double> gl = loop.grad_embeddings.template cast<double>();
+  const double error = max_abs(gb - gl);
+  const bool loss_ok = step::scalar_close(static_cast<double>(batched.loss),
+                                          static_cast<double>(loop.loss), t);
+  if (loss_ok && std::isfinite(error) && error <= t.atol + t.rtol * max_abs(gl)) return;
+  verdict.failures.push_back({kCodePathsAgree, "batched loss " + format(batched.loss) + " vs loop " +
+                                                   format(loop.loss) + ", gradient error " +
+                                                   format(error)});
+}
+
+void check_code_paths(const Case& c, CaseVerdict& verdict) {
+  if (c.scalar == ScalarType::float64) {
+    check_code_paths_in<double>(c, verdict);
+  } else {
+    check_code_paths_in<float>(c, verdict);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> property_names() {
+  return {kGradientMatches, kUncompensatedRatio, kCodePathsAgree, kScheduleIndependent,
+          kEqualLoss,       kPaddingSkipsPositive, kNoCrash};
+}
+
+CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
+  CaseVerdict verdict;
+  step::ReferenceValues reference;
+  try {
+    reference = step::compute_case_reference(c);
+  } catch (const InputError& e) {
+    verdict.discarded = true;
+    verdict.discard_reason = e.what();
+    return verdict;
+  }
+  const step::DistributedSetup setup = step::distributed_setup(c, options.mutant);
+  try {
+    const step::DistributedResult fifo =
+        step::run_on_fibers(setup.distributed_case, setup.variant, {});
+    verdict.report = step::evaluate(c, fifo, reference);
+    check_reference_agreement(verdict.report, verdict);
+    check_rank_agreement(verdict.report, verdict);
+    check_padding(verdict.report, verdict);
+    check_schedule(setup, fifo, options.schedule_seed, verdict);
+    check_uncompensated(c, setup, reference, verdict);
+    check_code_paths(c, verdict);
+  } catch (const std::exception& e) {
+    verdict.failures.push_back({kNoCrash, e.what()});
+  }
+  return verdict;
+}
+
+}  // namespace infonce::properties

@@ -1,0 +1,53 @@
+#include "step/mutants.hpp"
+
+#include <array>
+
+namespace infonce::step {
+namespace {
+
+const std::array kMutants = {
+    Mutant{"no-compensation", "the trainer before the fix: backward not scaled (gradient is 1/P)",
+           CaughtBy::gradient, [](Case& c, StepVariant&) { c.compensate = false; }},
+    Mutant{"scale-by-world", "scales by the world size W instead of the DP size P",
+           CaughtBy::gradient,
+           [](Case&, StepVariant& v) { v.scale_count = ScaleCount::world_size; }},
+    Mutant{"scale-reported-loss", "multiplies the reported loss by s as well as the gradient",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.scale_reported_loss = true; }},
+    Mutant{"compensate-under-sum", "applies the compensation although the reducer sums",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.compensate_under_sum = true; }},
+    Mutant{"compensate-without-batch", "compensates by P although use_batch is false",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.compensate_without_batch = true; }},
+    Mutant{"own-slot-at-world-rank", "puts the rank's live rows at its world rank, not its DP rank",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.own_slot_at_world_rank = true; }},
+    Mutant{"threshold-grad",
+           "lets gradient flow through the fake-negative threshold (equivalent: the mask is a step "
+           "function of it)",
+           CaughtBy::none, [](Case&, StepVariant& v) { v.detach_threshold = false; }},
+    Mutant{"ga-missing", "omits the 1/A gradient-accumulation normalisation", CaughtBy::gradient,
+           [](Case&, StepVariant& v) { v.accumulation = AccumulationScaling::missing; }},
+    Mutant{"ga-twice", "applies the 1/A gradient-accumulation normalisation twice",
+           CaughtBy::gradient,
+           [](Case&, StepVariant& v) { v.accumulation = AccumulationScaling::twice; }},
+    Mutant{"labels-ungathered", "tensor path gathers embeddings but leaves labels local",
+           CaughtBy::gradient, [](Case& c, StepVariant& v) {
+             c.gather = GatherPath::tensor;
+             v.labels_ungathered = true;
+           }},
+    Mutant{"legacy-padding", "hard-negative padding draws row j+1, which can be the positive",
+           CaughtBy::padding, [](Case& c, StepVariant&) { c.loss.padding = loss::Padding::legacy; }},
+    Mutant{"per-rank-rng", "each rank pads with its own generator seed; ranks disagree on the loss",
+           CaughtBy::equal_loss, [](Case& c, StepVariant&) { c.rng_mode = RngMode::per_rank; }},
+};
+
+}  // namespace
+
+std::span<const Mutant> mutant_registry() { return kMutants; }
+
+const Mutant* find_mutant(std::string_view name) {
+  for (const Mutant& m : kMutants) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace infonce::step

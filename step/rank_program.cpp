@@ -1,0 +1,250 @@
+#include "step/rank_program.hpp"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "base/assert.hpp"
+#include "base/error.hpp"
+#include "loss/encoder.hpp"
+#include "loss/groups.hpp"
+#include "loss/infonce.hpp"
+#include "loss/padding.hpp"
+#include "sim/ddp.hpp"
+
+namespace infonce::step {
+namespace {
+
+// The global batch as one rank sees it after the gather: every shard's rows
+// in slot order, the rank's own live rows at [own_offset, own_offset + own_rows).
+template <class Scalar>
+struct GlobalBatch {
+  Matrix<Scalar> embeddings;
+  std::vector<std::uint8_t> labels;
+  std::int64_t own_offset = 0;
+};
+
+template <class Scalar>
+std::vector<std::byte> matrix_to_bytes(const Matrix<Scalar>& m) {
+  const std::int64_t header[2] = {m.rows(), m.cols()};
+  std::vector<std::byte> bytes(sizeof(header) + sizeof(Scalar) * static_cast<std::size_t>(m.size()));
+  std::memcpy(bytes.data(), header, sizeof(header));
+  if (m.size() > 0) std::memcpy(bytes.data() + sizeof(header), m.data(), bytes.size() - sizeof(header));
+  return bytes;
+}
+
+template <class Scalar>
+Matrix<Scalar> matrix_from_bytes(const std::vector<std::byte>& bytes) {
+  std::int64_t header[2];
+  INFONCE_ASSERT(bytes.size() >= sizeof(header));
+  std::memcpy(header, bytes.data(), sizeof(header));
+  Matrix<Scalar> m(header[0], header[1]);
+  INFONCE_ASSERT(bytes.size() == sizeof(header) + sizeof(Scalar) * static_cast<std::size_t>(m.size()));
+  if (m.size() > 0) std::memcpy(m.data(), bytes.data() + sizeof(header), bytes.size() - sizeof(header));
+  return m;
+}
+
+// Per-shard embeddings and labels, in DP-rank order.
+template <class Scalar>
+struct Gathered {
+  std::vector<Matrix<Scalar>> embeddings;
+  std::vector<std::uint8_t> labels;  // already flattened (or local only)
+};
+
+// Object path: gather_object(sentences.unsqueeze(0)) and gather_object(labels),
+// each flattened one level: per-shard matrices, and the labels concatenated.
+template <class Scalar>
+Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_group,
+                                const Matrix<Scalar>& local, const std::vector<std::uint8_t>& labels) {
+  Gathered<Scalar> out;
+  for (const auto& bytes : comm.all_gather_object(dp_group, matrix_to_bytes(local))) {
+    out.embeddings.push_back(matrix_from_bytes<Scalar>(bytes));
+  }
+  const std::span<const std::byte> label_bytes(reinterpret_cast<const std::byte*>(labels.data()),
+                                               labels.size());
+  for (const auto& bytes : comm.all_gather_object(dp_group, label_bytes)) {
+    for (std::byte b : bytes) out.labels.push_back(static_cast<std::uint8_t>(b));
+  }
+  return out;
+}
+
+// Tensor path: all-gather the shapes (rows, D, label count), then the data
+// into buffers of those shapes, then the labels (unless the mutant skips it).
+template <class Scalar>
+Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_group,
+                                const Matrix<Scalar>& local, const std::vector<std::uint8_t>& labels,
+                                bool gather_labels) {
+  const std::int64_t my_shape[3] = {local.rows(), local.cols(),
+                                    static_cast<std::int64_t>(labels.size())};
+  const std::vector<std::int64_t> shapes = comm.all_gather(dp_group, std::span(my_shape));
+  const std::int32_t members = dp_group.size();
+  std::vector<std::int64_t> data_counts(members), label_counts(members);
+  for (std::int32_t i = 0; i < members; ++i) {
+    data_counts[i] = shapes[3 * i] * shapes[3 * i + 1];
+    label_counts[i] = shapes[3 * i + 2];
+  }
+  const std::vector<Scalar> data = comm.all_gather_v(
+      dp_group, std::span<const Scalar>(local.data(), static_cast<std::size_t>(local.size())),
+      data_counts);
+  Gathered<Scalar> out;
+  std::size_t cursor = 0;
+  for (std::int32_t i = 0; i < members; ++i) {
+    Matrix<Scalar> m(shapes[3 * i], shapes[3 * i + 1]);
+    std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(cursor), m.size(), m.data());
+    cursor += static_cast<std::size_t>(m.size());
+    out.embeddings.push_back(std::move(m));
+  }
+  if (!gather_labels) {
+    out.labels = labels;
+    return out;
+  }
+  const std::vector<std::int64_t> wide(labels.begin(), labels.end());
+  for (std::int64_t label : comm.all_gather_v(dp_group, std::span(wide), label_counts)) {
+    out.labels.push_back(static_cast<std::uint8_t>(label));
+  }
+  return out;
+}
+
+// Replaces slot `own_slot` with the live local rows (every other slot is a
+// constant) and concatenates in slot order.
+template <class Scalar>
+GlobalBatch<Scalar> assemble(Gathered<Scalar> gathered, const Matrix<Scalar>& local,
+                             std::int32_t own_slot) {
+  const auto slots = static_cast<std::int32_t>(gathered.embeddings.size());
+  if (own_slot >= slots) {
+    // The trainer's `all_sentences[rank] = sentences` raises IndexError here.
+    throw InputError("own slot " + std::to_string(own_slot) + " is outside the " +
+                     std::to_string(slots) + " gathered shards (IndexError in the trainer)");
+  }
+  gathered.embeddings[own_slot] = local;
+  GlobalBatch<Scalar> global;
+  std::int64_t rows = 0;
+  for (std::int32_t i = 0; i < slots; ++i) {
+    if (i == own_slot) global.own_offset = rows;
+    rows += gathered.embeddings[i].rows();
+  }
+  global.embeddings.resize(rows, local.cols());
+  std::int64_t row = 0;
+  for (const auto& m : gathered.embeddings) {
+    global.embeddings.middleRows(row, m.rows()) = m;
+    row += m.rows();
+  }
+  global.labels = std::move(gathered.labels);
+  return global;
+}
+
+std::int64_t count_padded_positives(const loss::GroupLayout& layout) {
+  std::int64_t count = 0;
+  for (std::int32_t g = 0; g < layout.group_count(); ++g) {
+    const auto rows = layout.group(g);
+    for (std::size_t k = 2; k < rows.size(); ++k) count += rows[k] == rows[1] ? 1 : 0;
+  }
+  return count;
+}
+
+double accumulation_divisor(const Case& c, const StepVariant& v) {
+  const double steps = c.accumulation_steps;
+  const double once = c.accumulation_normalize ? steps : 1.0;
+  switch (v.accumulation) {
+    case AccumulationScaling::once: return once;
+    case AccumulationScaling::missing: return 1.0;
+    case AccumulationScaling::twice: return once * steps;
+  }
+  INFONCE_ASSERT(false);
+  return 1.0;
+}
+
+// The rank's hard-negative generator (or recorded draws), running on across
+// micro-steps, and the stream it reads.
+struct RankPadding {
+  std::unique_ptr<loss::PaddingPlan> plan;
+  std::int32_t stream = 0;
+};
+
+RankPadding rank_padding(const Case& c, std::int32_t world_rank) {
+  if (c.padding_draws) {
+    return {std::make_unique<loss::RecordedPadding>(*c.padding_draws), c.mesh.dp_rank(world_rank)};
+  }
+  return {std::make_unique<loss::GeneratedPadding>(
+              std::vector<std::uint64_t>{padding_seed_of_rank(c, world_rank)}),
+          0};
+}
+
+}  // namespace
+
+double compensation_scale(const Case& c, const StepVariant& v) {
+  if (!c.compensate) return 1.0;
+  if (!c.loss.use_batch && !v.compensate_without_batch) return 1.0;
+  if (c.reduction == Reduction::sum && !v.compensate_under_sum) return 1.0;
+  return v.scale_count == ScaleCount::world_size ? c.mesh.world : c.mesh.dp;
+}
+
+template <class Scalar>
+RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, const StepVariant& v) {
+  const std::int32_t world_rank = comm.world_rank();
+  INFONCE_ASSERT(comm.world_size() == c.mesh.world);
+  const std::int32_t dp_rank = c.mesh.dp_rank(world_rank);
+  const sim::Group dp_group = comm.split(c.mesh.replica(world_rank), dp_rank);
+  INFONCE_ASSERT(dp_group.size() == c.mesh.dp);
+
+  const Matrix<Scalar> weight = c.weight.cast<Scalar>();
+  const bool gather = c.loss.use_batch && c.mesh.dp > 1;
+  const std::int32_t own_slot = v.own_slot_at_world_rank ? world_rank : dp_rank;
+  const auto scale = static_cast<Scalar>(compensation_scale(c, v));
+  const auto divisor = static_cast<Scalar>(accumulation_divisor(c, v));
+  const loss::LossVariant loss_variant{.detach_threshold = v.detach_threshold};
+  RankPadding padding = rank_padding(c, world_rank);
+
+  RankOutput<Scalar> out;
+  sim::GradientBuffer<Scalar> gradient(static_cast<std::size_t>(weight.size()));
+  for (std::int32_t micro = 0; micro < c.accumulation_steps; ++micro) {
+    const loss::ShardBatch& batch = c.batches[micro][dp_rank];
+    const Matrix<Scalar> features = batch.features.cast<Scalar>();
+    const Matrix<Scalar> local = loss::encode(weight, features, c.encoder_normalize);
+    std::vector<std::uint8_t> labels = loss::labels_for_negative_counts(batch.negative_counts);
+
+    GlobalBatch<Scalar> global;
+    if (gather) {
+      Gathered<Scalar> gathered =
+          c.gather == GatherPath::object
+              ? gather_objects(comm, dp_group, local, labels)
+              : gather_tensors(comm, dp_group, local, labels, !v.labels_ungathered);
+      global = assemble(std::move(gathered), local, own_slot);
+    } else {
+      global.embeddings = local;
+      global.labels = std::move(labels);
+    }
+
+    loss::GroupLayout layout = loss::parse_groups(
+        global.labels, static_cast<std::int32_t>(global.embeddings.rows()));
+    if (c.loss.hard_negatives) {
+      layout = loss::resize_hard_negatives(layout, *c.loss.hard_negatives, c.loss.padding,
+                                           padding.plan->source(micro, padding.stream));
+    }
+    out.padded_positives += count_padded_positives(layout);
+
+    const auto result = loss::infonce_loss_and_gradient<Scalar>(
+        global.embeddings, layout, c.loss, loss::CodePath::automatic, loss_variant);
+    const Scalar reported = v.scale_reported_loss ? result.loss * scale : result.loss;
+    out.reported_loss += reported / divisor;
+
+    const Matrix<Scalar> own_grad = result.grad_embeddings.middleRows(global.own_offset, local.rows());
+    Matrix<Scalar> grad_weight =
+        loss::encode_backward(weight, features, c.encoder_normalize, own_grad);
+    grad_weight *= scale / divisor;
+    gradient.accumulate(std::span<const Scalar>(grad_weight.data(),
+                                                static_cast<std::size_t>(grad_weight.size())));
+  }
+  gradient.reduce(comm, dp_group,
+                  c.reduction == Reduction::mean ? sim::GradientReduction::mean_over_world
+                                                 : sim::GradientReduction::sum_over_group);
+  out.grad.assign(gradient.values().begin(), gradient.values().end());
+  return out;
+}
+
+template RankOutput<double> run_rank_program<double>(sim::Communicator&, const Case&,
+                                                     const StepVariant&);
+template RankOutput<float> run_rank_program<float>(sim::Communicator&, const Case&,
+                                                   const StepVariant&);
+
+}  // namespace infonce::step

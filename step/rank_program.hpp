@@ -1,0 +1,31 @@
+// The rank program: what the trainer does on one rank for one optimizer step
+// (SPEC section 3), written against the Communicator interface only, so the
+// fiber simulator and the MPI backend run the same code.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "casefile/case.hpp"
+#include "sim/communicator.hpp"
+#include "step/variant.hpp"
+
+namespace infonce::step {
+
+template <class Scalar>
+struct RankOutput {
+  Scalar reported_loss = 0;          // summed over micro-steps, after GA normalisation
+  std::vector<Scalar> grad;          // D x F row-major, after the DDP reduction
+  std::int64_t padded_positives = 0;  // padding rows that were the group's own positive
+};
+
+// Runs every micro-step of `c` on rank comm.world_rank() and the final
+// gradient reduction. Throws InputError for what the trainer would reject.
+template <class Scalar>
+RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c,
+                                    const StepVariant& variant);
+
+// The backward scale s of SPEC section 3 (with the variant's deviations).
+double compensation_scale(const Case& c, const StepVariant& variant);
+
+}  // namespace infonce::step

@@ -1,0 +1,135 @@
+#include "step/run_case.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/assert.hpp"
+#include "loss/reference.hpp"
+#include "step/rank_program.hpp"
+
+namespace infonce::step {
+namespace {
+
+template <class Scalar>
+ReferenceValues reference_in(const Case& c) {
+  const auto padding = reference_padding(c);
+  const auto result = loss::compute_reference<Scalar>(reference_problem(c), *padding);
+  padding->check_all_used();
+  ReferenceValues out;
+  out.loss = static_cast<double>(result.loss);
+  out.shard_losses.assign(result.shard_losses.begin(), result.shard_losses.end());
+  out.grad = result.grad.template cast<double>();
+  return out;
+}
+
+template <class Scalar>
+DistributedResult fibers_in(const Case& c, const StepVariant& variant, const RunOptions& options) {
+  const std::int32_t world = c.mesh.world;
+  std::vector<RankOutput<Scalar>> outputs(static_cast<std::size_t>(world));
+  sim::SimulationOptions sim_options;
+  sim_options.world_size = world;
+  sim_options.schedule = options.schedule;
+  sim_options.reduction_order_seed = options.reduction_order_seed;
+  sim::run_fibers(sim_options, [&](sim::Communicator& comm) {
+    outputs[static_cast<std::size_t>(comm.world_rank())] =
+        run_rank_program<Scalar>(comm, c, variant);
+  });
+  DistributedResult result;
+  for (const auto& rank : outputs) {
+    result.losses.push_back(static_cast<double>(rank.reported_loss));
+    result.grads.emplace_back(rank.grad.begin(), rank.grad.end());
+    result.padded_positives += rank.padded_positives;
+  }
+  return result;
+}
+
+double max_abs(const Matrix<double>& m) { return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff(); }
+
+// Equal bits, NaN included: the schedule-independence claim is about bits.
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof(double)) == 0;
+}
+
+ExpectCheck check_expect(const Expectation& e, double loss, const Matrix<double>& grad) {
+  ExpectCheck check;
+  const Tolerance t{e.rtol, e.atol};
+  check.loss_error = std::abs(loss - e.loss);
+  const bool loss_ok = scalar_close(loss, e.loss, t);
+  bool grad_ok = grad.rows() == e.grad.rows() && grad.cols() == e.grad.cols();
+  if (grad_ok) {
+    check.grad_error = max_abs(grad - e.grad);
+    grad_ok = check.grad_error <= t.atol + t.rtol * max_abs(e.grad);
+  } else {
+    check.grad_error = std::numeric_limits<double>::infinity();
+  }
+  check.met = loss_ok && grad_ok;
+  return check;
+}
+
+}  // namespace
+
+ReferenceValues compute_case_reference(const Case& c) {
+  return c.scalar == ScalarType::float64 ? reference_in<double>(c) : reference_in<float>(c);
+}
+
+DistributedResult run_on_fibers(const Case& c, const StepVariant& variant,
+                                const RunOptions& options) {
+  return c.scalar == ScalarType::float64 ? fibers_in<double>(c, variant, options)
+                                         : fibers_in<float>(c, variant, options);
+}
+
+CaseReport evaluate(const Case& c, const DistributedResult& distributed,
+                    const ReferenceValues& reference) {
+  INFONCE_ASSERT(!distributed.losses.empty());
+  CaseReport report;
+  report.tolerance = tolerance_for(c.scalar);
+  report.losses = distributed.losses;
+  report.loss = distributed.losses[0];
+  report.grad = Eigen::Map<const Matrix<double>>(distributed.grads[0].data(), c.embedding_dim(),
+                                                 c.feature_dim());
+  report.reference = reference;
+  report.padded_positives = distributed.padded_positives;
+
+  for (std::size_t w = 0; w < distributed.losses.size(); ++w) {
+    report.grads_consistent = report.grads_consistent &&
+                              std::equal(distributed.grads[w].begin(), distributed.grads[w].end(),
+                                         distributed.grads[0].begin(), same_bits);
+    if (c.loss.use_batch) {
+      report.losses_equal = report.losses_equal && same_bits(distributed.losses[w], report.loss);
+    }
+    const double expected = c.loss.use_batch
+                                ? reference.loss
+                                : reference.shard_losses[static_cast<std::size_t>(
+                                      c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    report.loss_matches =
+        report.loss_matches && scalar_close(distributed.losses[w], expected, report.tolerance);
+  }
+
+  const double ref_scale = max_abs(reference.grad);
+  report.max_abs_err = max_abs(report.grad - reference.grad);
+  report.rel_err = ref_scale > 0 ? report.max_abs_err / ref_scale : report.max_abs_err;
+  report.grad_matches = std::isfinite(report.max_abs_err) &&
+                        report.max_abs_err <= report.tolerance.atol + report.tolerance.rtol * ref_scale;
+  const double ref_norm2 = reference.grad.squaredNorm();
+  if (ref_norm2 > 0) report.ratio = report.grad.cwiseProduct(reference.grad).sum() / ref_norm2;
+
+  report.pass = report.losses_equal && report.grads_consistent && report.loss_matches &&
+                report.grad_matches && report.padded_positives == 0;
+  if (c.expect) report.expect = check_expect(*c.expect, report.loss, report.grad);
+  return report;
+}
+
+DistributedSetup distributed_setup(const Case& c, const Mutant* mutant) {
+  DistributedSetup setup{c, StepVariant{}};
+  if (mutant != nullptr) mutant->apply(setup.distributed_case, setup.variant);
+  return setup;
+}
+
+CaseReport run_case(const Case& c, const Mutant* mutant, const RunOptions& options) {
+  const ReferenceValues reference = compute_case_reference(c);
+  const DistributedSetup setup = distributed_setup(c, mutant);
+  return evaluate(c, run_on_fibers(setup.distributed_case, setup.variant, options), reference);
+}
+
+}  // namespace infonce::step

@@ -1,0 +1,82 @@
+// Running one case: the distributed step on a backend, the full-batch
+// reference, and the comparison of SPEC sections 5, 6 and 8.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "casefile/case.hpp"
+#include "sim/fiber_simulation.hpp"
+#include "step/mutants.hpp"
+#include "step/tolerance.hpp"
+#include "step/variant.hpp"
+
+namespace infonce::step {
+
+// What every world rank produced, widened to double for reporting.
+struct DistributedResult {
+  std::vector<double> losses;             // per world rank
+  std::vector<std::vector<double>> grads;  // per world rank, D x F row-major
+  std::int64_t padded_positives = 0;       // summed over ranks
+};
+
+struct ReferenceValues {
+  double loss = 0;
+  std::vector<double> shard_losses;  // use_batch = false
+  Matrix<double> grad;
+};
+
+struct ExpectCheck {
+  bool met = false;
+  double loss_error = 0;  // |loss - expect.loss|
+  double grad_error = 0;  // max |grad - expect.grad|
+};
+
+struct CaseReport {
+  double loss = 0;  // rank 0's reported value
+  std::vector<double> losses;
+  Matrix<double> grad;  // rank 0's gradient after the reduction
+  ReferenceValues reference;
+  std::optional<double> ratio;  // <grad, ref> / <ref, ref>; unset when ref == 0
+  double max_abs_err = 0;
+  double rel_err = 0;
+  std::int64_t padded_positives = 0;
+  bool losses_equal = true;      // property 5: every rank reports the same value (use_batch)
+  bool grads_consistent = true;  // every rank holds the same reduced gradient
+  bool loss_matches = true;      // each rank's loss equals the reference's
+  bool grad_matches = true;      // property 1 for the gradient
+  bool pass = true;              // all of the above, and no positive padded
+  std::optional<ExpectCheck> expect;
+  Tolerance tolerance{};
+};
+
+struct RunOptions {
+  sim::Schedule schedule;
+  std::optional<std::uint64_t> reduction_order_seed;
+};
+
+// The full-batch reference of the case (throws InputError for bad cases).
+ReferenceValues compute_case_reference(const Case& c);
+
+// The distributed step on the fiber simulator.
+DistributedResult run_on_fibers(const Case& c, const StepVariant& variant, const RunOptions& options);
+
+// Compares a distributed result with the reference (and the case's expect).
+CaseReport evaluate(const Case& c, const DistributedResult& distributed,
+                    const ReferenceValues& reference);
+
+// Reference, distributed run on fibers and evaluation in one call. A mutant
+// (nullptr: none) changes the distributed run only; the reference is always
+// the correct full-batch objective of `c`.
+CaseReport run_case(const Case& c, const Mutant* mutant, const RunOptions& options);
+
+// The case and program variant the distributed run uses under `mutant`.
+struct DistributedSetup {
+  Case distributed_case;
+  StepVariant variant;
+};
+DistributedSetup distributed_setup(const Case& c, const Mutant* mutant);
+
+}  // namespace infonce::step
