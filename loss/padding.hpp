@@ -29,6 +29,7 @@ class PaddingPlan {
 class GeneratedPadding final : public PaddingPlan {
  public:
   explicit GeneratedPadding(std::vector<std::uint64_t> seed_of_stream);
+  ~GeneratedPadding() override;  // out of line: Source is complete only in padding.cpp
   PaddingDrawSource& source(std::int32_t micro, std::int32_t stream) override;
 
  private:
@@ -41,6 +42,7 @@ class GeneratedPadding final : public PaddingPlan {
 class RecordedPadding final : public PaddingPlan {
  public:
   explicit RecordedPadding(const RecordedDraws& draws);
+  ~RecordedPadding() override;
   PaddingDrawSource& source(std::int32_t micro, std::int32_t stream) override;
   void check_all_used() const override;
 
