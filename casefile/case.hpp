@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,8 +50,8 @@ struct Case {
   bool accumulation_normalize = true;
   RngMode rng_mode = RngMode::synced;
   std::uint64_t rng_seed = 0;
-  std::optional<loss::RecordedDraws> padding_draws;          // [micro][dp rank][draw]
-  std::vector<std::vector<loss::ShardBatch>> batches;        // [micro][dp rank]
+  std::optional<loss::RecordedDraws> padding_draws;    // [micro][dp rank][draw]
+  std::vector<std::vector<loss::ShardBatch>> batches;  // [micro][dp rank]
   std::optional<Expectation> expect;
   ScalarType scalar = ScalarType::float64;  // extension key "dtype", optional
 
@@ -67,6 +68,9 @@ struct CaseLimits {
   static constexpr std::int32_t kMaxNegatives = 1 << 12;
   static constexpr std::int32_t kMaxDim = 1 << 12;
   static constexpr std::int64_t kMaxNumbers = std::int64_t{1} << 26;  // features in one case
+  // Logit entries of one micro-step's loss after hard-negative resizing
+  // (with use_batch the logit matrix is quadratic in the global group count).
+  static constexpr std::int64_t kMaxLogits = std::int64_t{1} << 26;
 };
 
 // Checks every invariant of a case that the file format cannot express

@@ -1,0 +1,333 @@
+#include "casefile/case.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "base/error.hpp"
+#include "base/rng.hpp"
+#include "casefile/case_checks.hpp"
+
+namespace infonce {
+namespace case_checks {
+namespace {
+
+std::string real_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+std::string number_text(std::int64_t value) {
+  return std::to_string(value);
+}
+
+void check_at_least(std::string_view path, std::int64_t value, std::int64_t minimum) {
+  if (value < minimum) {
+    fail(path, "must be >= " + number_text(minimum) + ", got " + number_text(value));
+  }
+}
+
+void check_at_most(std::string_view path, std::int64_t value, std::int64_t limit) {
+  if (value > limit) {
+    fail(path, number_text(value) + " is above the limit " + number_text(limit));
+  }
+}
+
+void check_finite(std::string_view path, double value) {
+  if (!std::isfinite(value)) fail(path, "expected a finite number, got " + real_text(value));
+}
+
+// Row r of `matrix` at "path[r][j]", or the first non-finite entry.
+void check_finite_rows(std::string_view path, const Matrix<double>& matrix) {
+  for (Eigen::Index r = 0; r < matrix.rows(); ++r) {
+    for (Eigen::Index j = 0; j < matrix.cols(); ++j) {
+      check_finite(index_path(index_path(path, r), j), matrix(r, j));
+    }
+  }
+}
+
+// Negatives of group g after `hard_negatives` resizing.
+std::int64_t resized_negatives(std::int32_t negatives, const loss::LossSettings& settings) {
+  return settings.hard_negatives ? *settings.hard_negatives : negatives;
+}
+
+void check_group_counts(std::string_view shard_path, const loss::ShardBatch& shard,
+                        const loss::LossSettings& settings) {
+  const auto groups = static_cast<std::int64_t>(shard.negative_counts.size());
+  if (groups > CaseLimits::kMaxGroupsPerShard) {
+    fail(shard_path, number_text(groups) + " groups, above the limit " +
+                         number_text(std::int64_t{CaseLimits::kMaxGroupsPerShard}));
+  }
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::string group_path = index_path(shard_path, g);
+    const std::int32_t negatives = shard.negative_counts[static_cast<std::size_t>(g)];
+    if (negatives < 0) {
+      fail(group_path,
+           "a group needs at least 2 rows (q, p), got " + number_text(std::int64_t{negatives} + 2));
+    }
+    if (negatives > CaseLimits::kMaxNegatives) {
+      fail(group_path, number_text(std::int64_t{negatives}) + " negatives, above the limit " +
+                           number_text(std::int64_t{CaseLimits::kMaxNegatives}));
+    }
+    if (settings.hard_negatives && negatives == 0) {
+      // The trainer asserts `negatives > 0` before resizing.
+      fail(group_path, "loss.hard_negatives needs >= 1 negative per group, this group has none");
+    }
+  }
+}
+
+// Names the offending number by group and row, as the file spells it.
+void check_shard_features(std::string_view shard_path, const loss::ShardBatch& shard,
+                          std::int32_t feature_dim) {
+  std::int64_t expected_rows = 0;
+  for (const std::int32_t negatives : shard.negative_counts) expected_rows += negatives + 2;
+  if (shard.features.rows() != expected_rows) {
+    fail(shard_path, "features have " + number_text(std::int64_t{shard.features.rows()}) +
+                         " rows, the groups need " + number_text(expected_rows));
+  }
+  if (shard.features.rows() > 0 && shard.features.cols() != feature_dim) {
+    fail(shard_path, "features have " + number_text(std::int64_t{shard.features.cols()}) +
+                         " columns, expected " + number_text(std::int64_t{feature_dim}) +
+                         " (F, the columns of encoder.weight)");
+  }
+  Eigen::Index row = 0;
+  for (std::size_t g = 0; g < shard.negative_counts.size(); ++g) {
+    const std::string group_path = index_path(shard_path, static_cast<std::int64_t>(g));
+    for (std::int32_t i = 0; i < shard.negative_counts[g] + 2; ++i, ++row) {
+      const std::string row_path = index_path(group_path, i);
+      for (Eigen::Index j = 0; j < shard.features.cols(); ++j) {
+        check_finite(index_path(row_path, j), shard.features(row, j));
+      }
+    }
+  }
+}
+
+// Logit entries of micro-step m's loss (SPEC section 2), in double: the
+// products can exceed 64 bits before the limit rejects them.
+double micro_step_logits(const std::vector<loss::ShardBatch>& shards,
+                         const loss::LossSettings& settings) {
+  double groups = 0;
+  double docs = 0;
+  for (const loss::ShardBatch& shard : shards) {
+    for (const std::int32_t negatives : shard.negative_counts) {
+      groups += 1;
+      docs += static_cast<double>(resized_negatives(negatives, settings)) + 1;
+    }
+  }
+  if (!settings.use_batch) return docs;
+  const double columns =
+      docs + (settings.include_qq ? groups : 0.0) + (settings.include_dd ? docs : 0.0);
+  return groups * columns;
+}
+
+void check_micro_step_has_groups(std::string_view micro_path,
+                                 const std::vector<loss::ShardBatch>& shards,
+                                 const loss::LossSettings& settings) {
+  bool any_group = false;
+  for (std::size_t d = 0; d < shards.size(); ++d) {
+    const bool has_groups = !shards[d].negative_counts.empty();
+    any_group = any_group || has_groups;
+    if (!settings.use_batch && !has_groups) {
+      fail(index_path(micro_path, static_cast<std::int64_t>(d)),
+           "no group: without loss.use_batch each rank's loss is the mean over its own groups");
+    }
+  }
+  if (!any_group) {
+    fail(micro_path, "no DP shard has a group: the loss of an empty batch is undefined");
+  }
+}
+
+}  // namespace
+
+void fail(std::string_view path, std::string_view problem) {
+  std::string message(path);
+  message += ": ";
+  message += problem;
+  throw InputError(message);
+}
+
+std::string index_path(std::string_view path, std::int64_t index) {
+  std::string result(path);
+  result += '[';
+  result += std::to_string(index);
+  result += ']';
+  return result;
+}
+
+void check_mesh(const Mesh& mesh) {
+  check_at_least("mesh.world", mesh.world, 1);
+  check_at_most("mesh.world", mesh.world, CaseLimits::kMaxWorld);
+  check_at_least("mesh.dp", mesh.dp, 1);
+  if (mesh.world % mesh.dp != 0) {
+    fail("mesh.dp", number_text(std::int64_t{mesh.dp}) +
+                        " does not divide mesh.world = " + number_text(std::int64_t{mesh.world}));
+  }
+}
+
+void check_loss_settings(const loss::LossSettings& settings) {
+  check_finite("loss.temperature", settings.temperature);
+  if (!(settings.temperature > 0)) {
+    fail("loss.temperature", "must be > 0, got " + real_text(settings.temperature));
+  }
+  check_finite("loss.fake_neg_margin", settings.fake_neg_margin);
+  if (settings.hard_negatives) {
+    check_at_least("loss.hard_negatives", *settings.hard_negatives, 1);
+    check_at_most("loss.hard_negatives", *settings.hard_negatives, CaseLimits::kMaxNegatives);
+  }
+}
+
+void check_weight(const Matrix<double>& weight) {
+  if (weight.rows() < 1) fail("encoder.weight", "expected at least 1 row (D >= 1)");
+  if (weight.rows() > CaseLimits::kMaxDim) {
+    fail("encoder.weight", number_text(std::int64_t{weight.rows()}) +
+                               " rows (D), above the limit " +
+                               number_text(std::int64_t{CaseLimits::kMaxDim}));
+  }
+  if (weight.cols() < 1) fail("encoder.weight[0]", "expected at least 1 number (F >= 1)");
+  if (weight.cols() > CaseLimits::kMaxDim) {
+    fail("encoder.weight[0]", number_text(std::int64_t{weight.cols()}) +
+                                  " numbers (F), above the limit " +
+                                  number_text(std::int64_t{CaseLimits::kMaxDim}));
+  }
+  check_finite_rows("encoder.weight", weight);
+}
+
+void check_accumulation_steps(std::int32_t steps) {
+  check_at_least("accumulation.steps", steps, 1);
+  check_at_most("accumulation.steps", steps, CaseLimits::kMaxAccumulationSteps);
+}
+
+void check_batches(const Case& c) {
+  const auto micro_steps = static_cast<std::int64_t>(c.batches.size());
+  if (micro_steps != c.accumulation_steps) {
+    fail("batches", "expected " + number_text(std::int64_t{c.accumulation_steps}) +
+                        " micro-steps (accumulation.steps), got " + number_text(micro_steps));
+  }
+  std::int64_t numbers = 0;
+  for (std::int64_t m = 0; m < micro_steps; ++m) {
+    const std::string micro_path = index_path("batches", m);
+    const auto& shards = c.batches[static_cast<std::size_t>(m)];
+    if (static_cast<std::int64_t>(shards.size()) != c.mesh.dp) {
+      fail(micro_path, "expected " + number_text(std::int64_t{c.mesh.dp}) +
+                           " DP shards (mesh.dp), got " +
+                           number_text(static_cast<std::int64_t>(shards.size())));
+    }
+    for (std::size_t d = 0; d < shards.size(); ++d) {
+      const std::string shard_path = index_path(micro_path, static_cast<std::int64_t>(d));
+      check_group_counts(shard_path, shards[d], c.loss);
+      numbers += shards[d].features.size();
+      if (numbers > CaseLimits::kMaxNumbers) {
+        fail("batches", "more than " + number_text(CaseLimits::kMaxNumbers) +
+                            " feature numbers in the case (the limit)");
+      }
+      check_shard_features(shard_path, shards[d], c.feature_dim());
+    }
+    check_micro_step_has_groups(micro_path, shards, c.loss);
+    const double logits = micro_step_logits(shards, c.loss);
+    if (logits > static_cast<double>(CaseLimits::kMaxLogits)) {
+      fail(micro_path, "the micro-step's loss has " + real_text(logits) +
+                           " logit entries, above the limit " +
+                           number_text(CaseLimits::kMaxLogits));
+    }
+  }
+}
+
+void check_padding_draws(const Case& c) {
+  if (!c.padding_draws) return;
+  const loss::RecordedDraws& draws = *c.padding_draws;
+  if (static_cast<std::int64_t>(draws.size()) != c.accumulation_steps) {
+    fail("padding_draws", "expected " + number_text(std::int64_t{c.accumulation_steps}) +
+                              " micro-steps (accumulation.steps), got " +
+                              number_text(static_cast<std::int64_t>(draws.size())));
+  }
+  for (std::size_t m = 0; m < draws.size(); ++m) {
+    const std::string micro_path = index_path("padding_draws", static_cast<std::int64_t>(m));
+    if (static_cast<std::int64_t>(draws[m].size()) != c.mesh.dp) {
+      fail(micro_path, "expected " + number_text(std::int64_t{c.mesh.dp}) +
+                           " DP shards (mesh.dp), got " +
+                           number_text(static_cast<std::int64_t>(draws[m].size())));
+    }
+    for (std::size_t d = 0; d < draws[m].size(); ++d) {
+      const std::string stream_path = index_path(micro_path, static_cast<std::int64_t>(d));
+      for (std::size_t i = 0; i < draws[m][d].size(); ++i) {
+        check_at_least(index_path(stream_path, static_cast<std::int64_t>(i)), draws[m][d][i], 0);
+      }
+    }
+  }
+}
+
+void check_expect(const Case& c) {
+  if (!c.expect) return;
+  const Expectation& expect = *c.expect;
+  check_finite("expect.loss", expect.loss);
+  if (expect.grad.rows() != c.weight.rows() || expect.grad.cols() != c.weight.cols()) {
+    fail("expect.grad", "expected " + number_text(std::int64_t{c.weight.rows()}) + " x " +
+                            number_text(std::int64_t{c.weight.cols()}) +
+                            " numbers (the shape of encoder.weight), got " +
+                            number_text(std::int64_t{expect.grad.rows()}) + " x " +
+                            number_text(std::int64_t{expect.grad.cols()}));
+  }
+  check_finite_rows("expect.grad", expect.grad);
+  check_finite("expect.rtol", expect.rtol);
+  if (expect.rtol < 0) fail("expect.rtol", "must be >= 0, got " + real_text(expect.rtol));
+  check_finite("expect.atol", expect.atol);
+  if (expect.atol < 0) fail("expect.atol", "must be >= 0, got " + real_text(expect.atol));
+}
+
+}  // namespace case_checks
+
+void validate_case(const Case& c) {
+  case_checks::check_mesh(c.mesh);
+  case_checks::check_loss_settings(c.loss);
+  case_checks::check_weight(c.weight);
+  case_checks::check_accumulation_steps(c.accumulation_steps);
+  case_checks::check_padding_draws(c);
+  case_checks::check_batches(c);
+  case_checks::check_expect(c);
+}
+
+loss::ReferenceProblem reference_problem(const Case& c) {
+  loss::ReferenceProblem problem;
+  problem.settings = c.loss;
+  problem.weight = c.weight;
+  problem.normalize = c.encoder_normalize;
+  problem.accumulation_normalize = c.accumulation_normalize;
+  // Without use_batch the objective is per shard; a summing reduction adds
+  // the shards' means instead of averaging them (DESIGN.md).
+  problem.sum_over_shards = c.reduction == Reduction::sum && !c.loss.use_batch;
+  problem.micro_batches = c.batches;
+  return problem;
+}
+
+std::unique_ptr<loss::PaddingPlan> reference_padding(const Case& c) {
+  if (c.padding_draws) {
+    if (!c.loss.use_batch) return std::make_unique<loss::RecordedPadding>(*c.padding_draws);
+    // With use_batch the reference pads the union once, with stream 0: the
+    // draws of DP shard 0. The other shards' draws feed only the distributed
+    // run, so they are left out here rather than reported as unused.
+    loss::RecordedDraws stream_zero;
+    for (const auto& micro : *c.padding_draws) stream_zero.push_back({micro.at(0)});
+    return std::make_unique<loss::RecordedPadding>(stream_zero);
+  }
+  // Stream d is the generator of DP shard d's first replica (world rank d * R).
+  std::vector<std::uint64_t> seeds;
+  for (std::int32_t d = 0; d < c.mesh.dp; ++d) {
+    seeds.push_back(padding_seed_of_rank(c, d * c.mesh.replicas()));
+  }
+  return std::make_unique<loss::GeneratedPadding>(std::move(seeds));
+}
+
+std::uint64_t padding_seed_of_rank(const Case& c, std::int32_t world_rank) {
+  INFONCE_ASSERT(world_rank >= 0 && world_rank < c.mesh.world);
+  switch (c.rng_mode) {
+    case RngMode::synced:
+      return c.rng_seed;
+    case RngMode::per_rank:
+      return derive_seed(c.rng_seed, static_cast<std::uint64_t>(world_rank));
+  }
+  INFONCE_ASSERT(false);
+  return 0;
+}
+
+}  // namespace infonce

@@ -1,0 +1,709 @@
+#include "casefile/case_json.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "casefile/case_checks.hpp"
+
+namespace infonce {
+namespace {
+
+using Json = nlohmann::json;
+// Writing keeps keys in the order they are inserted: the SPEC's order.
+using OrderedJson = nlohmann::ordered_json;
+using case_checks::fail;
+using case_checks::index_path;
+
+constexpr std::string_view kFormat = "infonce-case/1";
+// A case nests six levels deep (root, batches[m][d][g][row][j]); anything far
+// deeper is rejected while parsing, before it costs memory.
+constexpr int kMaxJsonDepth = 64;
+// Generous: kMaxNumbers features at ~25 bytes each.
+constexpr std::uintmax_t kMaxCaseFileBytes = std::uintmax_t{1} << 31;
+constexpr std::size_t kMaxEchoedChars = 40;
+
+// ---------------------------------------------------------------------------
+// Paths and descriptions for one-line messages.
+
+bool is_plain_key(std::string_view key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '-';
+  });
+}
+
+// A JSON string literal with every non-ASCII or control character escaped,
+// cut to kMaxEchoedChars, so a message stays on one printable line.
+std::string json_quoted(std::string_view text) {
+  std::string cut(text.substr(0, kMaxEchoedChars));
+  std::string result =
+      Json(cut).dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace);
+  if (text.size() > kMaxEchoedChars) result += "...";
+  return result;
+}
+
+// "loss" + "temperature" -> "loss.temperature"; odd keys are quoted: loss["a b"].
+std::string key_path(std::string_view parent, std::string_view key) {
+  if (!is_plain_key(key)) return std::string(parent) + "[" + json_quoted(key) + "]";
+  if (parent.empty()) return std::string(key);
+  return std::string(parent) + "." + std::string(key);
+}
+
+std::string shown_path(std::string_view path) {
+  return path.empty() ? std::string("(top level)") : std::string(path);
+}
+
+std::string number_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+std::string count_text(std::size_t count) {
+  return std::to_string(count);
+}
+
+// What a value is, for "expected X, got Y".
+std::string describe(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return value.get<bool>() ? "true" : "false";
+    case Json::value_t::string:
+      return "the string " + json_quoted(value.get_ref<const std::string&>());
+    case Json::value_t::number_integer:
+      return std::to_string(value.get<std::int64_t>());
+    case Json::value_t::number_unsigned:
+      return std::to_string(value.get<std::uint64_t>());
+    case Json::value_t::number_float:
+      return number_text(value.get<double>());
+    case Json::value_t::array:
+      return "an array of " + count_text(value.size());
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return value.type_name();
+  }
+}
+
+[[noreturn]] void fail_type(std::string_view path, std::string_view expected, const Json& value) {
+  fail(shown_path(path), "expected " + std::string(expected) + ", got " + describe(value));
+}
+
+// ---------------------------------------------------------------------------
+// Parsing with a position: where a syntax error happened, duplicate keys,
+// nesting depth. nlohmann reports only line and column and keeps the last of
+// duplicate keys silently; a case file must not say two things at once.
+
+class ParsePosition {
+ public:
+  std::string current_path() const {
+    if (frames_.empty()) return "";
+    const Frame& top = frames_.back();
+    if (top.is_object) return top.key ? key_path(top.path, *top.key) : top.path;
+    return index_path(top.path, top.count);
+  }
+
+  bool on_event(int depth, nlohmann::detail::parse_event_t event, const Json& parsed) {
+    using Event = nlohmann::detail::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        if (depth > kMaxJsonDepth) {
+          fail(shown_path(current_path()),
+               "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+        }
+        frames_.push_back(Frame{current_path(), event == Event::object_start, {}, 0, {}});
+        break;
+      case Event::key: {
+        Frame& top = frames_.back();
+        const auto& key = parsed.get_ref<const std::string&>();
+        top.key = key;
+        if (!top.keys.insert(key).second) fail(key_path(top.path, key), "duplicate key");
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        frames_.pop_back();
+        count_element();
+        break;
+      case Event::value:
+        count_element();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    std::string path;
+    bool is_object = false;
+    std::optional<std::string> key;
+    std::int64_t count = 0;  // arrays: elements completed
+    std::set<std::string> keys;
+  };
+
+  void count_element() {
+    if (!frames_.empty() && !frames_.back().is_object) ++frames_.back().count;
+  }
+
+  std::vector<Frame> frames_;
+};
+
+// nlohmann's message minus its "[json.exception.parse_error.101] " tag, on one line.
+std::string syntax_error_text(const Json::parse_error& error) {
+  std::string text = error.what();
+  if (const auto tag_end = text.find("] "); text.starts_with("[json.") && tag_end != text.npos) {
+    text.erase(0, tag_end + 2);
+  }
+  for (char& ch : text) {
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  }
+  constexpr std::size_t kMaxLength = 200;
+  if (text.size() > kMaxLength) text = text.substr(0, kMaxLength) + "...";
+  return text;
+}
+
+Json parse_json(std::string_view text) {
+  ParsePosition position;
+  const Json::parser_callback_t callback =
+      [&position](int depth, nlohmann::detail::parse_event_t event, Json& parsed) {
+        return position.on_event(depth, event, parsed);
+      };
+  try {
+    return Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
+                       /*ignore_comments=*/false);
+  } catch (const Json::parse_error& error) {
+    fail(shown_path(position.current_path()), "invalid JSON: " + syntax_error_text(error));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Typed readers. Each names the path it reads.
+
+// An object whose keys must all be known; required keys are fetched by name.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& value, std::string path, std::initializer_list<std::string_view> known)
+      : value_(value), path_(std::move(path)) {
+    if (!value.is_object()) fail_type(path_, "an object", value);
+    for (const auto& [key, member] : value.items()) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        fail(key_path(path_, key), "unknown key");
+      }
+    }
+  }
+
+  const Json& required(std::string_view key) const {
+    const Json* member = optional(key);
+    if (member == nullptr) fail(path(key), "missing required key");
+    return *member;
+  }
+
+  // nullptr when absent.
+  const Json* optional(std::string_view key) const {
+    const auto it = value_.find(key);
+    return it == value_.end() ? nullptr : &*it;
+  }
+
+  std::string path(std::string_view key) const { return key_path(path_, key); }
+
+ private:
+  const Json& value_;
+  std::string path_;
+};
+
+bool read_bool(const Json& value, std::string_view path) {
+  if (!value.is_boolean()) fail_type(path, "true or false", value);
+  return value.get<bool>();
+}
+
+template <class Enum>
+Enum read_choice(const Json& value, std::string_view path,
+                 std::initializer_list<std::pair<std::string_view, Enum>> choices) {
+  std::string expected;
+  for (const auto& [name, choice] : choices) {
+    if (value.is_string() && value.get_ref<const std::string&>() == name) return choice;
+    expected += (expected.empty() ? "" : " or ") + std::string("\"") + std::string(name) + "\"";
+  }
+  fail_type(path, expected, value);
+}
+
+std::int64_t read_int64(const Json& value, std::string_view path) {
+  if (value.is_number_unsigned()) {
+    const auto unsigned_value = value.get<std::uint64_t>();
+    if (unsigned_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      fail(shown_path(path), std::to_string(unsigned_value) + " is too large");
+    }
+    return static_cast<std::int64_t>(unsigned_value);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  fail_type(path, "an integer", value);
+}
+
+// Range checks proper belong to case_checks; this only keeps the value
+// representable, naming the same key.
+std::int32_t read_int32(const Json& value, std::string_view path) {
+  const std::int64_t wide = read_int64(value, path);
+  if (wide < std::numeric_limits<std::int32_t>::min() ||
+      wide > std::numeric_limits<std::int32_t>::max()) {
+    fail(shown_path(path), std::to_string(wide) + " is outside the 32-bit integer range");
+  }
+  return static_cast<std::int32_t>(wide);
+}
+
+std::uint64_t read_uint64(const Json& value, std::string_view path) {
+  if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+  if (value.is_number_integer()) {
+    fail(shown_path(path), "must be >= 0, got " + describe(value));
+  }
+  fail_type(path, "an integer in [0, 2^64)", value);
+}
+
+// Any JSON number; integers are converted. 1e999 parses as inf: rejected.
+double read_double(const Json& value, std::string_view path) {
+  if (!value.is_number()) fail_type(path, "a number", value);
+  const double number = value.get<double>();
+  if (!std::isfinite(number)) {
+    fail(shown_path(path), "expected a finite number, got " + number_text(number) +
+                               " (a literal beyond the double range)");
+  }
+  return number;
+}
+
+const Json& read_array(const Json& value, std::string_view path) {
+  if (!value.is_array()) fail_type(path, "an array", value);
+  return value;
+}
+
+// An array of exactly `expected` elements; `what` names them, e.g. "DP shards (mesh.dp)".
+const Json& read_array_of(const Json& value, std::string_view path, std::size_t expected,
+                          std::string_view what) {
+  read_array(value, path);
+  if (value.size() != expected) {
+    fail(shown_path(path), "expected " + count_text(expected) + " " + std::string(what) + ", got " +
+                               count_text(value.size()));
+  }
+  return value;
+}
+
+// Writes the numbers of `row_value` (an array of `columns` numbers) into `row`.
+template <class Row>
+void read_number_row(const Json& row_value, const std::string& path, std::size_t columns,
+                     std::string_view what, Row&& row) {
+  read_array_of(row_value, path, columns, what);
+  for (std::size_t j = 0; j < columns; ++j) {
+    row(static_cast<Eigen::Index>(j)) =
+        read_double(row_value[j], index_path(path, static_cast<std::int64_t>(j)));
+  }
+}
+
+// A D x F matrix; F is the length of row 0 unless given.
+Matrix<double> read_matrix(const Json& value, const std::string& path,
+                           std::optional<std::size_t> rows, std::optional<std::size_t> columns) {
+  read_array(value, path);
+  if (rows && value.size() != *rows) {
+    fail(path, "expected " + count_text(*rows) + " rows (D, the rows of encoder.weight), got " +
+                   count_text(value.size()));
+  }
+  if (value.empty()) fail(path, "expected at least 1 row");
+  if (!columns) columns = read_array(value[0], index_path(path, 0)).size();
+  const std::string what =
+      "numbers (F" + std::string(path == "encoder.weight" ? ", the length of encoder.weight[0])"
+                                                          : ", the columns of encoder.weight)");
+  Matrix<double> matrix(static_cast<Eigen::Index>(value.size()),
+                        static_cast<Eigen::Index>(*columns));
+  for (std::size_t r = 0; r < value.size(); ++r) {
+    read_number_row(value[r], index_path(path, static_cast<std::int64_t>(r)), *columns, what,
+                    matrix.row(static_cast<Eigen::Index>(r)));
+  }
+  return matrix;
+}
+
+// ---------------------------------------------------------------------------
+// The parts of a case, in the order the checks need them.
+
+void read_format(const ObjectReader& root) {
+  const Json& format = root.required("format");
+  if (!format.is_string() || format.get_ref<const std::string&>() != kFormat) {
+    fail_type("format", "\"" + std::string(kFormat) + "\"", format);
+  }
+}
+
+Mesh read_mesh(const Json& value) {
+  const ObjectReader mesh(value, "mesh", {"world", "dp"});
+  Mesh result;
+  result.world = read_int32(mesh.required("world"), mesh.path("world"));
+  result.dp = read_int32(mesh.required("dp"), mesh.path("dp"));
+  case_checks::check_mesh(result);
+  return result;
+}
+
+loss::LossSettings read_loss_settings(const Json& value) {
+  const ObjectReader loss(value, "loss",
+                          {"temperature", "use_batch", "hard_negatives", "padding",
+                           "mask_fake_negative", "fake_neg_margin", "include_qq", "include_dd"});
+  loss::LossSettings settings;
+  settings.temperature = read_double(loss.required("temperature"), loss.path("temperature"));
+  settings.use_batch = read_bool(loss.required("use_batch"), loss.path("use_batch"));
+  if (const Json& hard = loss.required("hard_negatives"); !hard.is_null()) {
+    if (!hard.is_number_integer()) {
+      fail_type(loss.path("hard_negatives"), "null or an integer >= 1", hard);
+    }
+    settings.hard_negatives = read_int32(hard, loss.path("hard_negatives"));
+  }
+  settings.padding = read_choice<loss::Padding>(
+      loss.required("padding"), loss.path("padding"),
+      {{"legacy", loss::Padding::legacy}, {"fixed", loss::Padding::fixed}});
+  settings.mask_fake_negative =
+      read_bool(loss.required("mask_fake_negative"), loss.path("mask_fake_negative"));
+  settings.fake_neg_margin =
+      read_double(loss.required("fake_neg_margin"), loss.path("fake_neg_margin"));
+  settings.include_qq = read_bool(loss.required("include_qq"), loss.path("include_qq"));
+  settings.include_dd = read_bool(loss.required("include_dd"), loss.path("include_dd"));
+  case_checks::check_loss_settings(settings);
+  return settings;
+}
+
+void read_encoder(const Json& value, Case& c) {
+  const ObjectReader encoder(value, "encoder", {"normalize", "weight"});
+  c.encoder_normalize = read_bool(encoder.required("normalize"), encoder.path("normalize"));
+  const Json& weight = encoder.required("weight");
+  // Sizes first, so a huge matrix is refused before it is allocated.
+  read_array(weight, "encoder.weight");
+  if (weight.size() > static_cast<std::size_t>(CaseLimits::kMaxDim)) {
+    fail("encoder.weight", count_text(weight.size()) + " rows (D), above the limit " +
+                               std::to_string(CaseLimits::kMaxDim));
+  }
+  if (!weight.empty() && weight[0].is_array() &&
+      weight[0].size() > static_cast<std::size_t>(CaseLimits::kMaxDim)) {
+    fail("encoder.weight[0]", count_text(weight[0].size()) + " numbers (F), above the limit " +
+                                  std::to_string(CaseLimits::kMaxDim));
+  }
+  if (!weight.empty() && weight[0].is_array() && weight[0].empty()) {
+    fail("encoder.weight[0]", "expected at least 1 number (F >= 1)");
+  }
+  c.weight = read_matrix(weight, "encoder.weight", std::nullopt, std::nullopt);
+  case_checks::check_weight(c.weight);
+}
+
+void read_accumulation(const Json& value, Case& c) {
+  const ObjectReader accumulation(value, "accumulation", {"steps", "normalize"});
+  c.accumulation_steps = read_int32(accumulation.required("steps"), accumulation.path("steps"));
+  c.accumulation_normalize =
+      read_bool(accumulation.required("normalize"), accumulation.path("normalize"));
+  case_checks::check_accumulation_steps(c.accumulation_steps);
+}
+
+void read_rng(const Json& value, Case& c) {
+  const ObjectReader rng(value, "rng", {"mode", "seed"});
+  c.rng_mode = read_choice<RngMode>(rng.required("mode"), rng.path("mode"),
+                                    {{"synced", RngMode::synced}, {"per-rank", RngMode::per_rank}});
+  c.rng_seed = read_uint64(rng.required("seed"), rng.path("seed"));
+}
+
+// One DP shard's groups: [group][row][F] -> features stacked, k_g = rows - 2.
+loss::ShardBatch read_shard(const Json& value, const std::string& path, std::size_t feature_dim,
+                            std::int64_t& numbers_in_case) {
+  read_array(value, path);
+  if (value.size() > static_cast<std::size_t>(CaseLimits::kMaxGroupsPerShard)) {
+    fail(path, count_text(value.size()) + " groups, above the limit " +
+                   std::to_string(CaseLimits::kMaxGroupsPerShard));
+  }
+  loss::ShardBatch shard;
+  std::size_t rows = 0;
+  for (std::size_t g = 0; g < value.size(); ++g) {
+    const std::string group_path = index_path(path, static_cast<std::int64_t>(g));
+    const Json& group = read_array(value[g], group_path);
+    if (group.size() < 2) {
+      fail(group_path, "a group needs at least 2 rows (q, p), got " + count_text(group.size()));
+    }
+    if (group.size() > static_cast<std::size_t>(CaseLimits::kMaxNegatives) + 2) {
+      fail(group_path, count_text(group.size() - 2) + " negatives, above the limit " +
+                           std::to_string(CaseLimits::kMaxNegatives));
+    }
+    shard.negative_counts.push_back(static_cast<std::int32_t>(group.size()) - 2);
+    rows += group.size();
+  }
+  numbers_in_case += static_cast<std::int64_t>(rows * feature_dim);
+  if (numbers_in_case > CaseLimits::kMaxNumbers) {
+    fail(path, "the case holds more than " + std::to_string(CaseLimits::kMaxNumbers) +
+                   " feature numbers (the limit)");
+  }
+  shard.features.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(feature_dim));
+  Eigen::Index row = 0;
+  for (std::size_t g = 0; g < value.size(); ++g) {
+    const std::string group_path = index_path(path, static_cast<std::int64_t>(g));
+    for (std::size_t i = 0; i < value[g].size(); ++i, ++row) {
+      read_number_row(value[g][i], index_path(group_path, static_cast<std::int64_t>(i)),
+                      feature_dim, "numbers (F)", shard.features.row(row));
+    }
+  }
+  return shard;
+}
+
+void read_batches(const Json& value, Case& c) {
+  read_array_of(value, "batches", static_cast<std::size_t>(c.accumulation_steps),
+                "micro-steps (accumulation.steps)");
+  std::int64_t numbers_in_case = 0;
+  for (std::size_t m = 0; m < value.size(); ++m) {
+    const std::string micro_path = index_path("batches", static_cast<std::int64_t>(m));
+    read_array_of(value[m], micro_path, static_cast<std::size_t>(c.mesh.dp), "DP shards (mesh.dp)");
+    std::vector<loss::ShardBatch>& shards = c.batches.emplace_back();
+    for (std::size_t d = 0; d < value[m].size(); ++d) {
+      shards.push_back(read_shard(value[m][d], index_path(micro_path, static_cast<std::int64_t>(d)),
+                                  static_cast<std::size_t>(c.feature_dim()), numbers_in_case));
+    }
+  }
+}
+
+void read_padding_draws(const Json& value, Case& c) {
+  read_array_of(value, "padding_draws", static_cast<std::size_t>(c.accumulation_steps),
+                "micro-steps (accumulation.steps)");
+  loss::RecordedDraws draws;
+  for (std::size_t m = 0; m < value.size(); ++m) {
+    const std::string micro_path = index_path("padding_draws", static_cast<std::int64_t>(m));
+    read_array_of(value[m], micro_path, static_cast<std::size_t>(c.mesh.dp), "DP shards (mesh.dp)");
+    auto& micro = draws.emplace_back();
+    for (std::size_t d = 0; d < value[m].size(); ++d) {
+      const std::string stream_path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const Json& stream = read_array(value[m][d], stream_path);
+      auto& indices = micro.emplace_back();
+      for (std::size_t i = 0; i < stream.size(); ++i) {
+        indices.push_back(
+            read_int32(stream[i], index_path(stream_path, static_cast<std::int64_t>(i))));
+      }
+    }
+  }
+  c.padding_draws = std::move(draws);
+}
+
+void read_expect(const Json& value, Case& c) {
+  const ObjectReader expect(value, "expect", {"loss", "grad", "rtol", "atol"});
+  Expectation result;
+  result.loss = read_double(expect.required("loss"), expect.path("loss"));
+  result.grad = read_matrix(expect.required("grad"), expect.path("grad"),
+                            static_cast<std::size_t>(c.embedding_dim()),
+                            static_cast<std::size_t>(c.feature_dim()));
+  if (const Json* rtol = expect.optional("rtol"); rtol != nullptr && !rtol->is_null()) {
+    result.rtol = read_double(*rtol, expect.path("rtol"));
+  }
+  if (const Json* atol = expect.optional("atol"); atol != nullptr && !atol->is_null()) {
+    result.atol = read_double(*atol, expect.path("atol"));
+  }
+  c.expect = std::move(result);
+}
+
+// An optional key: absent and null both mean "not given".
+const Json* given(const ObjectReader& object, std::string_view key) {
+  const Json* value = object.optional(key);
+  return value != nullptr && !value->is_null() ? value : nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Writing.
+
+OrderedJson matrix_json(const Matrix<double>& matrix) {
+  OrderedJson rows = OrderedJson::array();
+  for (Eigen::Index r = 0; r < matrix.rows(); ++r) {
+    OrderedJson row = OrderedJson::array();
+    for (Eigen::Index j = 0; j < matrix.cols(); ++j) row.push_back(matrix(r, j));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+OrderedJson shard_json(const loss::ShardBatch& shard) {
+  OrderedJson groups = OrderedJson::array();
+  Eigen::Index row = 0;
+  for (const std::int32_t negatives : shard.negative_counts) {
+    INFONCE_ASSERT(negatives >= 0);
+    OrderedJson group = OrderedJson::array();
+    for (std::int32_t i = 0; i < negatives + 2; ++i, ++row) {
+      INFONCE_ASSERT(row < shard.features.rows());
+      OrderedJson numbers = OrderedJson::array();
+      for (Eigen::Index j = 0; j < shard.features.cols(); ++j) {
+        numbers.push_back(shard.features(row, j));
+      }
+      group.push_back(std::move(numbers));
+    }
+    groups.push_back(std::move(group));
+  }
+  INFONCE_ASSERT(row == shard.features.rows());
+  return groups;
+}
+
+template <class Enum>
+std::string_view choice_name(Enum value,
+                             std::initializer_list<std::pair<std::string_view, Enum>> choices) {
+  for (const auto& [name, choice] : choices) {
+    if (choice == value) return name;
+  }
+  INFONCE_ASSERT(false);
+  return {};
+}
+
+OrderedJson case_json(const Case& c) {
+  OrderedJson out;
+  out["format"] = kFormat;
+  out["mesh"] = {{"world", c.mesh.world}, {"dp", c.mesh.dp}};
+  out["reduction"] = choice_name(c.reduction, {{"mean", Reduction::mean}, {"sum", Reduction::sum}});
+  out["gather"] =
+      choice_name(c.gather, {{"object", GatherPath::object}, {"tensor", GatherPath::tensor}});
+  out["compensate"] = c.compensate;
+  OrderedJson loss;
+  loss["temperature"] = c.loss.temperature;
+  loss["use_batch"] = c.loss.use_batch;
+  loss["hard_negatives"] =
+      c.loss.hard_negatives ? OrderedJson(*c.loss.hard_negatives) : OrderedJson(nullptr);
+  loss["padding"] = choice_name(
+      c.loss.padding, {{"legacy", loss::Padding::legacy}, {"fixed", loss::Padding::fixed}});
+  loss["mask_fake_negative"] = c.loss.mask_fake_negative;
+  loss["fake_neg_margin"] = c.loss.fake_neg_margin;
+  loss["include_qq"] = c.loss.include_qq;
+  loss["include_dd"] = c.loss.include_dd;
+  out["loss"] = std::move(loss);
+  out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
+  out["accumulation"] = {{"steps", c.accumulation_steps}, {"normalize", c.accumulation_normalize}};
+  out["rng"] = {{"mode", choice_name(c.rng_mode, {{"synced", RngMode::synced},
+                                                  {"per-rank", RngMode::per_rank}})},
+                {"seed", c.rng_seed}};
+  // The extension key is written only when it departs from the SPEC's default.
+  if (c.scalar == ScalarType::float32) out["dtype"] = "float32";
+  if (c.padding_draws) out["padding_draws"] = *c.padding_draws;
+  OrderedJson batches = OrderedJson::array();
+  for (const auto& micro : c.batches) {
+    OrderedJson shards = OrderedJson::array();
+    for (const loss::ShardBatch& shard : micro) shards.push_back(shard_json(shard));
+    batches.push_back(std::move(shards));
+  }
+  out["batches"] = std::move(batches);
+  if (c.expect) {
+    out["expect"] = {{"loss", c.expect->loss},
+                     {"grad", matrix_json(c.expect->grad)},
+                     {"rtol", c.expect->rtol},
+                     {"atol", c.expect->atol}};
+  }
+  return out;
+}
+
+std::size_t array_depth(const OrderedJson& value) {
+  if (!value.is_array()) return 0;
+  std::size_t deepest = 0;
+  for (const auto& element : value) deepest = std::max(deepest, array_depth(element));
+  return 1 + deepest;
+}
+
+// Arrays nested three or more deep (batches, padding_draws) are broken into
+// lines down to one group per line; everything else is compact. nlohmann
+// prints doubles in the shortest form that reads back to the same bits.
+void append_laid_out(std::string& out, const OrderedJson& value, std::size_t indent) {
+  if (array_depth(value) < 3 || value.empty()) {
+    out += value.dump();
+    return;
+  }
+  out += "[\n";
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    out.append(indent + 2, ' ');
+    append_laid_out(out, value[i], indent + 2);
+    out += i + 1 < value.size() ? ",\n" : "\n";
+  }
+  out.append(indent, ' ');
+  out += ']';
+}
+
+}  // namespace
+
+Case parse_case(std::string_view json_text) {
+  const Json document = parse_json(json_text);
+  const ObjectReader root(document, "",
+                          {"format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
+                           "accumulation", "rng", "dtype", "padding_draws", "batches", "expect"});
+  Case c;
+  read_format(root);
+  c.mesh = read_mesh(root.required("mesh"));
+  c.reduction = read_choice<Reduction>(root.required("reduction"), "reduction",
+                                       {{"mean", Reduction::mean}, {"sum", Reduction::sum}});
+  c.gather =
+      read_choice<GatherPath>(root.required("gather"), "gather",
+                              {{"object", GatherPath::object}, {"tensor", GatherPath::tensor}});
+  c.compensate = read_bool(root.required("compensate"), "compensate");
+  c.loss = read_loss_settings(root.required("loss"));
+  read_encoder(root.required("encoder"), c);
+  read_accumulation(root.required("accumulation"), c);
+  read_rng(root.required("rng"), c);
+  if (const Json* dtype = given(root, "dtype")) {
+    c.scalar = read_choice<ScalarType>(
+        *dtype, "dtype", {{"float64", ScalarType::float64}, {"float32", ScalarType::float32}});
+  }
+  if (const Json* draws = given(root, "padding_draws")) read_padding_draws(*draws, c);
+  read_batches(root.required("batches"), c);
+  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
+  validate_case(c);
+  return c;
+}
+
+Case read_case_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error) throw InputError(name + ": cannot read: " + error.message());
+  if (std::filesystem::is_directory(status)) {
+    throw InputError(name + ": is a directory, expected a case file");
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    throw InputError(name + ": not a regular file");
+  }
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) throw InputError(name + ": cannot read: " + error.message());
+  if (size > kMaxCaseFileBytes) {
+    throw InputError(name + ": " + std::to_string(size) + " bytes, above the limit " +
+                     std::to_string(kMaxCaseFileBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(name + ": cannot open for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(name + ": read error");
+  try {
+    return parse_case(text.view());
+  } catch (const InputError& bad_case) {
+    throw InputError(name + ": " + bad_case.what());
+  }
+}
+
+std::string case_to_json(const Case& c) {
+  const OrderedJson document = case_json(c);
+  std::string out = "{\n";
+  std::size_t index = 0;
+  for (const auto& [key, value] : document.items()) {
+    out += "  " + OrderedJson(key).dump() + ": ";
+    append_laid_out(out, value, 2);
+    out += ++index < document.size() ? ",\n" : "\n";
+  }
+  out += "}\n";
+  return out;
+}
+
+void write_case_file(const Case& c, const std::filesystem::path& path) {
+  const std::string text = case_to_json(c);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(path.string() + ": cannot open for writing");
+  out << text;
+  out.flush();
+  if (!out) throw InputError(path.string() + ": write error");
+}
+
+}  // namespace infonce

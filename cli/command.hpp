@@ -1,0 +1,89 @@
+// The command registry of `infonce-sim <command> [options]`.
+//
+// Adding a command = adding one file cli/<command>.cpp that defines
+//
+//   int run_mine(const CommandContext& context) { ... }
+//   const RegisterCommand kMine{{"mine", "--case FILE", "one-line summary", run_mine}};
+//
+// (in an anonymous namespace). cli/*.cpp are linked straight into the
+// executable, not through a static library, so every registrar runs before
+// main. A name may have two words ("corpus replay"): the longest registered
+// name that the arguments start with wins.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace infonce::cli {
+
+// Exit codes of every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;      // the command ran, a check it made failed
+inline constexpr int kExitBadInput = 2;         // usage error, unreadable or invalid input
+inline constexpr int kExitSimulationError = 3;  // collective misuse / hang (SimulationError)
+inline constexpr int kExitInternalError = 4;    // a bug in infonce-sim
+
+inline constexpr std::string_view kProgram = "infonce-sim";
+inline constexpr std::string_view kVersion = "0.1.0";
+
+// Misuse of the command line (unknown option, missing option): exit 2.
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
+};
+
+struct Command;
+
+struct CommandContext {
+  const Command& command;
+  std::span<const std::string> args;  // after the command's name
+  std::ostream& out;
+  std::ostream& err;
+};
+
+using CommandFunction = int (*)(const CommandContext& context);
+
+struct Command {
+  std::string_view name;     // "reference", or two words: "corpus replay"
+  std::string_view usage;    // options synopsis: "--case FILE [--json]"
+  std::string_view summary;  // one line, for `infonce-sim --help`
+  CommandFunction run;
+};
+
+// Every registered command, sorted by name.
+const std::vector<Command>& registered_commands();
+
+struct RegisterCommand {
+  explicit RegisterCommand(const Command& command);
+};
+
+// The command `args` names and how many words its name took; nullopt if none.
+struct CommandMatch {
+  const Command* command;
+  std::size_t words;
+};
+std::optional<CommandMatch> match_command(std::span<const std::string> args);
+
+// Parses the command's options (adding --help). Returns nullopt when --help
+// was given: the help has been printed to context.out and the command should
+// return kExitOk. Throws UsageError naming the option on any misuse.
+std::optional<boost::program_options::variables_map> parse_command_options(
+    const CommandContext& context, boost::program_options::options_description options);
+
+// Throws UsageError "<command>: missing --<option> <VALUE>" if it was not given.
+void require_option(const CommandContext& context,
+                    const boost::program_options::variables_map& values, std::string_view option,
+                    std::string_view value_name);
+
+// The whole program: dispatch, --help, --version, errors -> exit codes.
+int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+}  // namespace infonce::cli
