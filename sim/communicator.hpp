@@ -35,7 +35,8 @@ class Communicator {
   virtual Group world() const = 0;
 
   // Collective over the world (MPI_Comm_split): ranks with the same color form
-  // a group, ordered by key then world rank.
+  // a group, ordered by key then world rank. A negative color (MPI_UNDEFINED)
+  // joins no group and gets Group{-1, {}}.
   virtual Group split(std::int32_t color, std::int32_t key) = 0;
 
   // Fixed-size all-gather: every member gives the same count; the result is
@@ -59,9 +60,12 @@ class Communicator {
   virtual std::vector<std::vector<std::byte>> all_gather_object(
       const Group& group, std::span<const std::byte> mine) = 0;
 
+  // In place; every member gives the same count and op. Sum order: group-rank
+  // order, left to right; mean = that sum / member count (see fiber_simulation.hpp).
   virtual void all_reduce(const Group& group, std::span<double> values, ReduceOp op) = 0;
   virtual void all_reduce(const Group& group, std::span<float> values, ReduceOp op) = 0;
 
+  // `root` is a group rank (MPI convention); every member gives the same count.
   virtual void broadcast(const Group& group, std::span<double> values, std::int32_t root) = 0;
   virtual void broadcast(const Group& group, std::span<std::byte> values, std::int32_t root) = 0;
 

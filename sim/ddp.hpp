@@ -20,7 +20,8 @@ class GradientBuffer {
  public:
   explicit GradientBuffer(std::size_t size) : values_(size, Scalar{0}) {}
   void accumulate(std::span<const Scalar> gradient);
-  // One collective: mean over comm.world() or sum over `dp_group`.
+  // One collective: mean over comm.world() (world all_reduce sum in world-rank
+  // order, then divided by W) or sum over `dp_group` (in its group-rank order).
   void reduce(Communicator& comm, const Group& dp_group, GradientReduction mode);
   std::span<const Scalar> values() const { return values_; }
 

@@ -1,6 +1,25 @@
 // Every rank of a world as a Boost.Fiber fiber on the calling thread, under a
 // seeded scheduler. Collectives are fake (in-memory) but keep real semantics;
 // misuse and hangs become SimulationError, never a hang of the process.
+//
+// Semantics of the fake collectives (the MPI backend matches them):
+// - A group is its id plus its ordered member list; members' k-th calls on a
+//   group form its collective #k. Results are in group-rank order, never in
+//   arrival order, and do not depend on the schedule.
+// - all_reduce sums element-wise in group-rank order, left to right
+//   (((v0 + v1) + v2) + ...), in the element type; mean is that sum divided
+//   by the member count. With reduction_order_seed the order is a permutation
+//   drawn per collective from (seed, group, collective number).
+// - broadcast's root is a group rank. split: members with the same color >= 0
+//   form a group ordered by (key, world rank); ids are 1, 2, ... in order of
+//   split calls and ascending colors; color < 0 gives Group{-1, {}}.
+// - Failures (first one wins): members calling different collectives, or
+//   different sizes/ops/roots/counts where they must agree; a caller not in
+//   the group or a malformed group; a deadlock (every live rank blocked, e.g.
+//   a rank returned or called on another group); a rank's exception, which
+//   stays reachable through std::rethrow_if_nested on the SimulationError.
+//   Every rank is then unwound (SimulationAborted, not a std::exception, is
+//   thrown from its collectives: a program must not swallow it with catch (...)).
 #pragma once
 
 #include <cstddef>
@@ -21,8 +40,8 @@ struct Schedule {
 
 // Fault sites a test can switch on, one per run (FoundationDB style).
 struct FaultInjection {
-  std::int32_t rank = -1;              // the rank that misbehaves; -1: none
-  std::int64_t at_collective = 0;      // its n-th collective call (0-based)
+  std::int32_t rank = -1;          // the rank that misbehaves; -1: none
+  std::int64_t at_collective = 0;  // its n-th collective call (0-based)
   enum class Kind {
     none,
     wrong_collective,  // calls a different collective kind
@@ -40,14 +59,21 @@ struct SimulationOptions {
   // modelling real reduction non-determinism.
   std::optional<std::uint64_t> reduction_order_seed;
   FaultInjection fault;
-  std::size_t fiber_stack_bytes = 64 * 1024;
+  // Virtual size of each rank's stack, committed lazily (a rank costs only
+  // the pages it touches, ~8 KiB for small programs), with a guard page below.
+  // 256 KiB rather than 64: Eigen places temporaries of up to 128 KiB on the
+  // stack (EIGEN_STACK_ALLOCATION_LIMIT) and sanitizer builds double frame
+  // sizes. Big data belongs on the heap in any case. Allowed: 16 KiB..64 MiB.
+  std::size_t fiber_stack_bytes = 256 * 1024;
 };
 
 using RankProgram = std::function<void(Communicator&)>;
 
 // Runs `program` once per world rank, each on its own fiber, until all have
 // returned. Throws SimulationError (naming the collective's sequence number,
-// kind, group and ranks) on collective misuse, deadlock, or a rank's exception.
+// kind, group and ranks) on collective misuse, deadlock, or a rank's exception;
+// InputError for invalid options. Callable any number of times per thread
+// (not from inside a rank). Same options and program => same interleaving.
 void run_fibers(const SimulationOptions& options, const RankProgram& program);
 
 }  // namespace infonce::sim

@@ -1,0 +1,192 @@
+// The in-memory collectives behind the fiber simulator (internal to sim/).
+//
+// Matching. A group is identified by its id and its ordered member list. Its
+// members' k-th calls on it form its collective #k (the sequence number in
+// every message). A member blocks in collective #k until the last member
+// arrives; so at most one collective per group is in progress, and the last
+// arriver completes it: it checks that all members made compatible calls,
+// computes the result once (in group-rank order, whatever the arrival order),
+// hands every member a shared read-only outcome and wakes them.
+//
+// Failure. Any misuse, a deadlock (every live rank blocked: nothing can ever
+// wake them, since only ranks wake ranks), or a rank's exception records the
+// first error, wakes every waiting rank and makes every later collective call
+// throw SimulationAborted, so each rank program unwinds and its fiber ends.
+// Messages are built from the state alone (never from which fiber noticed),
+// so they do not depend on the schedule.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <boost/fiber/context.hpp>
+
+#include "sim/communicator.hpp"
+#include "sim/fiber_simulation.hpp"
+
+namespace infonce::sim::detail {
+
+enum class CollectiveKind : std::uint8_t {
+  split,
+  all_gather,
+  all_gather_v,
+  all_gather_object,
+  all_reduce,
+  broadcast,
+  barrier,
+};
+
+enum class ElementType : std::uint8_t { none, f64, f32, i64, byte };
+
+template <class T>
+constexpr ElementType element_type_of();
+template <>
+constexpr ElementType element_type_of<double>() {
+  return ElementType::f64;
+}
+template <>
+constexpr ElementType element_type_of<float>() {
+  return ElementType::f32;
+}
+template <>
+constexpr ElementType element_type_of<std::int64_t>() {
+  return ElementType::i64;
+}
+template <>
+constexpr ElementType element_type_of<std::byte>() {
+  return ElementType::byte;
+}
+
+// Thrown through a rank program once the simulation has failed. Not a
+// std::exception, so `catch (const std::exception&)` in a program lets it pass.
+struct SimulationAborted {};
+// Thrown by the early_return fault: the program ends as if it had returned.
+struct InjectedEarlyReturn {};
+
+// A completed collective's result, shared by its members.
+struct Outcome {
+  using Values = std::variant<std::monostate, std::vector<double>, std::vector<float>,
+                              std::vector<std::int64_t>, std::vector<std::byte>>;
+  Values values;                      // gathered, reduced or broadcast values
+  std::vector<std::int64_t> offsets;  // all_gather_object: member i has [offsets[i], offsets[i+1])
+  std::vector<Group> groups;          // split: the groups formed, by ascending color
+  std::vector<std::int32_t> group_of_member;  // split: index into groups, -1 for color < 0
+};
+
+// What a call must agree on with the other members' calls.
+struct Signature {
+  CollectiveKind kind = CollectiveKind::barrier;
+  ElementType element = ElementType::none;
+  std::int64_t count = 0;
+  ReduceOp op = ReduceOp::sum;
+  std::int32_t root = 0;
+};
+std::string describe(const Signature& signature);
+
+// One member's call; lives in the caller's frame, which outlives its wait.
+struct Call {
+  Signature signature;
+  const void* data = nullptr;            // `signature.count` elements
+  std::span<const std::int64_t> counts;  // all_gather_v
+  std::int32_t color = 0;                // split
+  std::int32_t key = 0;                  // split
+  std::int32_t world_rank = -1;
+  std::int64_t call_number = -1;  // how many collectives this rank called before
+
+  // Filled in by the engine.
+  std::int32_t group_rank = -1;
+  std::shared_ptr<const Outcome> outcome;  // set when the collective completed
+  boost::fibers::context* waiter = nullptr;
+};
+
+struct GroupState {
+  Group group;
+  std::string label;                        // "group 3 {0,2,4}"
+  std::vector<std::int32_t> group_rank_of;  // by world rank; -1 for non-members
+  std::uint64_t identity_hash = 0;          // of id and members: seeds reduction orders
+  std::int64_t op_index = 0;                // the collective in progress (= completed ones)
+  std::vector<Call*> calls;                 // by group rank; nullptr until arrived
+  std::int32_t arrived = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(const SimulationOptions& options);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const SimulationOptions& options() const { return options_; }
+  std::int32_t world_size() const { return options_.world_size; }
+  bool failed() const { return failure_.has_value(); }
+  // Whether every collective call starts with a yield (random schedules only:
+  // one more suspension point where the interleaving can change).
+  bool yields_at_calls() const { return options_.schedule.kind == ScheduleKind::random; }
+  FaultInjection::Kind fault_for(std::int32_t rank, std::int64_t call_number) const;
+
+  // Joins `call` to the group's collective in progress and returns when it has
+  // completed, with call.outcome set. Throws SimulationAborted if the
+  // simulation has failed (because of this call or anything else).
+  void arrive(Call& call, const Group& group);
+
+  // A rank's program ended; `error` is what it threw (null: it returned).
+  void rank_finished(std::int32_t rank, std::exception_ptr error);
+  // Fewer fibers than ranks could be started (`error` says why).
+  void abandon_unstarted(std::int32_t started, const std::string& error);
+  // Suspends the calling (main) context until every rank has finished.
+  void wait_for_ranks();
+  // Throws the recorded failure as SimulationError (a rank's own exception
+  // nested inside it), if any.
+  void throw_if_failed() const;
+
+  void set_stack_low_end(std::int32_t rank, const void* low) { stack_low_[rank] = low; }
+  const void* stack_low_end(std::int32_t rank) const { return stack_low_[rank]; }
+
+ private:
+  enum class Status : std::uint8_t { running, waiting, returned, threw };
+  struct RankState {
+    Status status = Status::running;
+    std::int64_t calls = 0;             // collectives it arrived at
+    const GroupState* group = nullptr;  // where it arrived last
+    std::int64_t op_index = -1;         // and that collective's number
+    Signature signature;                // and what it called
+  };
+  struct Failure {
+    std::string message;
+    std::exception_ptr cause;
+  };
+  struct GroupKeyLess {
+    using is_transparent = void;
+    bool operator()(const Group& a, const Group& b) const;
+  };
+
+  GroupState& state_of(const Group& group, const Call& call);
+  void complete(GroupState& state);
+  std::shared_ptr<const Outcome> compute(const GroupState& state);
+  std::optional<std::string> find_disagreement(const GroupState& state) const;
+  std::string deadlock_message() const;
+  std::string where_is(std::int32_t rank) const;
+  std::string call_site(const GroupState& state, const Call& call) const;
+  // Records the first failure and wakes every waiting rank.
+  void fail(std::string message, std::exception_ptr cause = nullptr);
+  [[noreturn]] void fail_here(std::string message);
+
+  SimulationOptions options_;
+  std::map<Group, std::unique_ptr<GroupState>, GroupKeyLess> groups_;
+  std::vector<RankState> ranks_;
+  std::vector<const void*> stack_low_;
+  std::int32_t live_ = 0;     // ranks whose program has not ended
+  std::int32_t waiting_ = 0;  // ranks blocked in a collective not yet complete
+  std::int32_t next_split_id_ = 1;
+  boost::fibers::context* main_waiter_ = nullptr;
+  std::optional<Failure> failure_;
+};
+
+}  // namespace infonce::sim::detail

@@ -1,0 +1,90 @@
+#include "sim/fiber_scheduler.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include <boost/fiber/operations.hpp>
+#include <boost/fiber/type.hpp>
+
+namespace infonce::sim::detail {
+
+SeededScheduler::SeededScheduler(SeededScheduler** self) : ring_(64, nullptr) {
+  *self = this;
+}
+
+void SeededScheduler::grow() {
+  std::vector<boost::fibers::context*> bigger(ring_.size() * 2, nullptr);
+  for (std::size_t i = 0; i < size_; ++i) bigger[i] = slot(i);
+  ring_ = std::move(bigger);
+  head_ = 0;
+}
+
+void SeededScheduler::awakened(boost::fibers::context* ctx) noexcept {
+  if (size_ == ring_.size()) grow();
+  slot(size_) = ctx;
+  ++size_;
+}
+
+boost::fibers::context* SeededScheduler::pick_next() noexcept {
+  if (size_ == 0) return nullptr;
+  if (kind_ == ScheduleKind::random && size_ > 1) {
+    // Take a uniformly drawn entry; the last entry fills its place.
+    const std::size_t chosen = static_cast<std::size_t>(rng_.below(size_));
+    std::swap(slot(chosen), slot(0));
+  }
+  boost::fibers::context* next = slot(0);
+  head_ = (head_ + 1) & (ring_.size() - 1);
+  --size_;
+  return next;
+}
+
+void SeededScheduler::suspend_until(std::chrono::steady_clock::time_point const& until) noexcept {
+  if (in_run_) {
+    // Every rank is blocked and none in one of our collectives (those are
+    // caught as deadlocks before the last rank blocks): a rank waits on a
+    // Boost.Fiber primitive nobody will signal. Sleeping would hang forever.
+    std::fputs("infonce sim: every fiber is blocked outside the simulated collectives\n", stderr);
+    std::abort();
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (until == std::chrono::steady_clock::time_point::max()) {
+    wakeup_.wait(lock, [this] { return notified_; });
+  } else {
+    wakeup_.wait_until(lock, until, [this] { return notified_; });
+  }
+  notified_ = false;
+}
+
+void SeededScheduler::notify() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    notified_ = true;
+  }
+  wakeup_.notify_all();
+}
+
+void SeededScheduler::begin_run(const Schedule& schedule) {
+  kind_ = schedule.kind;
+  rng_ = Rng(schedule.seed);
+  in_run_ = true;
+}
+
+void SeededScheduler::end_run() {
+  kind_ = ScheduleKind::fifo;
+  in_run_ = false;
+}
+
+bool SeededScheduler::holds_only_dispatcher() const {
+  return size_ == 1 && ring_[head_]->is_context(boost::fibers::type::dispatcher_context);
+}
+
+SeededScheduler& thread_scheduler() {
+  thread_local SeededScheduler* installed = nullptr;
+  if (installed == nullptr) {
+    boost::fibers::use_scheduling_algorithm<SeededScheduler>(&installed);
+  }
+  return *installed;
+}
+
+}  // namespace infonce::sim::detail
