@@ -17,7 +17,7 @@ namespace infonce::loss {
 
 // One data shard's micro-batch: groups [q, p, n_1..n_k] laid end to end.
 struct ShardBatch {
-  Matrix<double> features;                   // rows x F
+  Matrix<double> features;                    // rows x F
   std::vector<std::int32_t> negative_counts;  // k_g per group
 };
 
@@ -26,15 +26,17 @@ struct ReferenceProblem {
   Matrix<double> weight;  // D x F
   bool normalize = true;
   bool accumulation_normalize = true;
-  bool sum_over_shards = false;                    // use_batch = false under a sum reduction
+  bool sum_over_shards = false;                        // use_batch = false under a sum reduction
   std::vector<std::vector<ShardBatch>> micro_batches;  // [micro][shard]
 };
 
 template <class Scalar>
 struct ReferenceResult {
-  Scalar loss;                              // the objective
-  std::vector<Scalar> shard_losses;          // use_batch = false: each shard's value (summed over micro-steps)
-  Matrix<Scalar> grad;                       // d objective / dW
+  Scalar loss;  // the objective
+  // use_batch = false: each shard's own value (summed over micro-steps);
+  // use_batch = true: the global value, once per shard (every rank reports it).
+  std::vector<Scalar> shard_losses;
+  Matrix<Scalar> grad;  // d objective / dW
 };
 
 // Padding streams: with use_batch, stream 0 pads the union; without, stream d pads shard d.
