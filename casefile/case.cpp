@@ -1,7 +1,7 @@
 #include "casefile/case.hpp"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "base/error.hpp"
@@ -12,10 +12,12 @@ namespace infonce {
 namespace case_checks {
 namespace {
 
+// The shortest text that reads back to the same double ("0.1", not
+// "0.10000000000000001"); "inf" for infinity.
 std::string real_text(double value) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.17g", value);
-  return buffer;
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  return std::string(buffer, end);
 }
 
 std::string number_text(std::int64_t value) {
@@ -226,8 +228,9 @@ void check_batches(const Case& c) {
     check_micro_step_has_groups(micro_path, shards, c.loss);
     const double logits = micro_step_logits(shards, c.loss);
     if (logits > static_cast<double>(CaseLimits::kMaxLogits)) {
-      fail(micro_path, "the micro-step's loss has " + real_text(logits) +
-                           " logit entries, above the limit " +
+      const std::string count =
+          logits < 9e18 ? number_text(static_cast<std::int64_t>(logits)) : real_text(logits);
+      fail(micro_path, "the micro-step's loss has " + count + " logit entries, above the limit " +
                            number_text(CaseLimits::kMaxLogits));
     }
   }

@@ -1,8 +1,8 @@
 #include "casefile/case_json.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -64,10 +64,12 @@ std::string shown_path(std::string_view path) {
   return path.empty() ? std::string("(top level)") : std::string(path);
 }
 
+// The shortest text that reads back to the same double ("0.1", not
+// "0.10000000000000001"); "inf" for infinity.
 std::string number_text(double value) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.17g", value);
-  return buffer;
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  return std::string(buffer, end);
 }
 
 std::string count_text(std::size_t count) {
@@ -88,7 +90,8 @@ std::string describe(const Json& value) {
     case Json::value_t::number_unsigned:
       return std::to_string(value.get<std::uint64_t>());
     case Json::value_t::number_float:
-      return number_text(value.get<double>());
+      // dump() keeps "2.0" a float to the eye; it would print inf as null.
+      return std::isfinite(value.get<double>()) ? value.dump() : number_text(value.get<double>());
     case Json::value_t::array:
       return "an array of " + count_text(value.size());
     case Json::value_t::object:
@@ -163,13 +166,16 @@ class ParsePosition {
 };
 
 // nlohmann's message minus its "[json.exception.parse_error.101] " tag, on one line.
-std::string syntax_error_text(const Json::parse_error& error) {
+std::string syntax_error_text(const Json::exception& error) {
   std::string text = error.what();
   if (const auto tag_end = text.find("] "); text.starts_with("[json.") && tag_end != text.npos) {
     text.erase(0, tag_end + 2);
   }
+  // The token echoed back may hold control or invalid UTF-8 bytes.
   for (char& ch : text) {
-    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte < 0x20) ch = ' ';
+    if (byte >= 0x7f) ch = '?';
   }
   constexpr std::size_t kMaxLength = 200;
   if (text.size() > kMaxLength) text = text.substr(0, kMaxLength) + "...";
@@ -187,6 +193,11 @@ Json parse_json(std::string_view text) {
                        /*ignore_comments=*/false);
   } catch (const Json::parse_error& error) {
     fail(shown_path(position.current_path()), "invalid JSON: " + syntax_error_text(error));
+  } catch (const Json::out_of_range& error) {
+    // nlohmann refuses a literal beyond the double range (1e999) with
+    // "number overflow parsing '1e999'" instead of reading inf.
+    fail(shown_path(position.current_path()),
+         "expected a finite number: " + syntax_error_text(error));
   }
 }
 
