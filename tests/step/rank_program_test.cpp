@@ -56,7 +56,7 @@ TEST(CompensationScale, FollowsTheSpec) {
 }
 
 TEST(RankProgram, CompensatedStepEqualsReferenceAndUncompensatedIsOneOverP) {
-  for (const auto [world, dp] : {std::pair{2, 2}, {4, 2}, {4, 4}, {6, 3}}) {
+  for (const auto& [world, dp] : {std::pair{2, 2}, {4, 2}, {4, 4}, {6, 3}}) {
     Case c = base_case(world, dp);
     const CaseReport fixed = run_case(c, nullptr, {});
     EXPECT_TRUE(fixed.pass) << "W=" << world << " P=" << dp << " rel_err=" << fixed.rel_err;
