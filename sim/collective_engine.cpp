@@ -479,7 +479,8 @@ std::string Engine::deadlock_message() const {
   constexpr std::size_t kGroupsShown = 4;
   constexpr std::size_t kRanksShown = 6;
   std::string text = "deadlock: every live rank waits in a collective that cannot complete";
-  std::vector<std::int32_t> absent;
+  std::vector<std::int32_t> returned;
+  std::string crossed;  // the first rank that went to another group at the same step
   std::size_t shown = 0;
   std::size_t hidden = 0;
   for (const auto& [group, state] : groups_) {
@@ -491,11 +492,20 @@ std::string Engine::deadlock_message() const {
       const std::int32_t w = state->group.world_ranks[i];
       if (state->calls[i] == nullptr) {
         missing.push_back(w);
-        absent.push_back(w);
         continue;
       }
       present.push_back(w);
       if (example == nullptr) example = state->calls[i];
+    }
+    for (const std::int32_t w : missing) {
+      const RankState& r = ranks_[static_cast<std::size_t>(w)];
+      if (r.status == Status::returned) returned.push_back(w);
+      if (crossed.empty() && r.status == Status::waiting && r.calls - 1 == example->call_number &&
+          r.group != state.get()) {
+        crossed = "world rank " + std::to_string(w) + " made its call #" +
+                  std::to_string(example->call_number) + " on " + r.group->label + " where " +
+                  world_ranks_text(present) + " made it on " + state->label;
+      }
     }
     if (shown == kGroupsShown) {
       ++hidden;
@@ -506,14 +516,15 @@ std::string Engine::deadlock_message() const {
             at_call_text(*state) + " and waits for " + world_ranks_text(missing);
   }
   if (hidden > 0) text += "; +" + std::to_string(hidden) + " more waiting collectives";
-  std::ranges::sort(absent);
-  const auto [first, last] = std::ranges::unique(absent);
-  absent.erase(first, last);
-  for (std::size_t i = 0; i < absent.size() && i < kRanksShown; ++i) {
-    text += "; " + where_is(absent[i]);
+  if (!crossed.empty()) text += "; different groups at the same step: " + crossed;
+  std::ranges::sort(returned);
+  const auto [first, last] = std::ranges::unique(returned);
+  returned.erase(first, last);
+  for (std::size_t i = 0; i < returned.size() && i < kRanksShown; ++i) {
+    text += "; " + where_is(returned[i]);
   }
-  if (absent.size() > kRanksShown) {
-    text += "; +" + std::to_string(absent.size() - kRanksShown) + " more absent ranks";
+  if (returned.size() > kRanksShown) {
+    text += "; +" + std::to_string(returned.size() - kRanksShown) + " more returned ranks";
   }
   return text;
 }
