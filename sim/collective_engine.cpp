@@ -242,7 +242,6 @@ bool Engine::GroupKeyLess::operator()(const Group& a, const Group& b) const {
 Engine::Engine(const SimulationOptions& options)
     : options_(options),
       ranks_(static_cast<std::size_t>(options.world_size)),
-      stack_low_(static_cast<std::size_t>(options.world_size), nullptr),
       live_(options.world_size) {}
 
 FaultInjection::Kind Engine::fault_for(std::int32_t rank, std::int64_t call_number) const {

@@ -146,9 +146,6 @@ class Engine {
   // nested inside it), if any.
   void throw_if_failed() const;
 
-  void set_stack_low_end(std::int32_t rank, const void* low) { stack_low_[rank] = low; }
-  const void* stack_low_end(std::int32_t rank) const { return stack_low_[rank]; }
-
  private:
   enum class Status : std::uint8_t { running, waiting, returned, threw };
   struct RankState {
@@ -181,7 +178,6 @@ class Engine {
   SimulationOptions options_;
   std::map<Group, std::unique_ptr<GroupState>, GroupKeyLess> groups_;
   std::vector<RankState> ranks_;
-  std::vector<const void*> stack_low_;
   std::int32_t live_ = 0;     // ranks whose program has not ended
   std::int32_t waiting_ = 0;  // ranks blocked in a collective not yet complete
   std::int32_t next_split_id_ = 1;

@@ -9,8 +9,17 @@
 
 namespace infonce::sim::detail {
 
-SeededScheduler::SeededScheduler(SeededScheduler** self) : ring_(64, nullptr) {
+// Constructed on the thread's main context (run_fibers never runs inside a rank).
+SeededScheduler::SeededScheduler(SeededScheduler** self)
+    : ring_(64, nullptr), main_stack_(asan_current_stack()) {
   *self = this;
+}
+
+StackBounds SeededScheduler::stack_of(const boost::fibers::context* ctx) const {
+  if (ctx->is_context(boost::fibers::type::main_context)) return main_stack_;
+  // A worker's context object sits at the top of its own stack. Boost's
+  // dispatcher stack is unknown: it never throws, so ASan need not know it.
+  return pool_ != nullptr ? pool_->stack_containing(ctx) : StackBounds{};
 }
 
 void SeededScheduler::grow() {
@@ -36,6 +45,8 @@ boost::fibers::context* SeededScheduler::pick_next() noexcept {
   boost::fibers::context* next = slot(0);
   head_ = (head_ + 1) & (ring_.size() - 1);
   --size_;
+  // Boost switches to `next` as soon as this returns.
+  if constexpr (INFONCE_SIM_ASAN) asan_switches_.switching_to(stack_of(next));
   return next;
 }
 
@@ -64,7 +75,8 @@ void SeededScheduler::notify() noexcept {
   wakeup_.notify_all();
 }
 
-void SeededScheduler::begin_run(const Schedule& schedule) {
+void SeededScheduler::begin_run(const Schedule& schedule, const StackPool& pool) {
+  pool_ = &pool;
   kind_ = schedule.kind;
   rng_ = Rng(schedule.seed);
   in_run_ = true;
@@ -73,6 +85,9 @@ void SeededScheduler::begin_run(const Schedule& schedule) {
 void SeededScheduler::end_run() {
   kind_ = ScheduleKind::fifo;
   in_run_ = false;
+  pool_ = nullptr;
+  // Back on the main context: make its bounds ASan's settled view again.
+  asan_switches_.settle();
 }
 
 bool SeededScheduler::holds_only_dispatcher() const {

@@ -22,7 +22,9 @@
 #include <boost/fiber/context.hpp>
 
 #include "base/rng.hpp"
+#include "sim/asan_support.hpp"
 #include "sim/fiber_simulation.hpp"
+#include "sim/stack_pool.hpp"
 
 namespace infonce::sim::detail {
 
@@ -37,8 +39,8 @@ class SeededScheduler final : public boost::fibers::algo::algorithm {
   void suspend_until(std::chrono::steady_clock::time_point const& until) noexcept override;
   void notify() noexcept override;
 
-  // Called by run_fibers around a simulation.
-  void begin_run(const Schedule& schedule);
+  // Called by run_fibers around a simulation; `pool` holds the ranks' stacks.
+  void begin_run(const Schedule& schedule, const StackPool& pool);
   void end_run();
   std::size_t ready_count() const { return size_; }
   // True if the only ready context is Boost's dispatcher (the state between runs).
@@ -47,6 +49,7 @@ class SeededScheduler final : public boost::fibers::algo::algorithm {
  private:
   boost::fibers::context*& slot(std::size_t i) { return ring_[(head_ + i) & (ring_.size() - 1)]; }
   void grow();
+  StackBounds stack_of(const boost::fibers::context* ctx) const;
 
   // Ready contexts in arrival order, a ring buffer with power-of-two capacity.
   std::vector<boost::fibers::context*> ring_;
@@ -56,6 +59,11 @@ class SeededScheduler final : public boost::fibers::algo::algorithm {
   ScheduleKind kind_ = ScheduleKind::fifo;
   Rng rng_{0};
   bool in_run_ = false;
+
+  // ASan: the stacks switched to (see asan_support.hpp).
+  const StackPool* pool_ = nullptr;
+  StackBounds main_stack_;
+  AsanSwitches asan_switches_;
 
   // Outside a simulation the thread may sleep until notified (as round_robin does).
   std::mutex mutex_;

@@ -303,7 +303,6 @@ void run_rank(detail::Engine& engine, const RankProgram& program, std::int32_t r
     } catch (const boost::context::detail::forced_unwind&) {
       throw;  // Boost.Context's own unwinding of a destroyed fiber
     } catch (...) {
-      detail::forget_dead_frames(engine.stack_low_end(rank));
       failure = failure_of(std::current_exception());
     }
   }
@@ -318,7 +317,6 @@ void start_ranks(detail::Engine& engine, const RankProgram& program,
       boost::fibers::fiber fiber(std::allocator_arg,
                                  detail::PooledStackAllocator(pool, stack_bytes),
                                  [&engine, &program, rank] { run_rank(engine, program, rank); });
-      engine.set_stack_low_end(rank, pool->last_low_end());
       fiber.detach();
     } catch (const std::exception& e) {
       engine.abandon_unstarted(
@@ -332,9 +330,11 @@ thread_local bool simulation_running = false;
 
 class RunScope {
  public:
-  RunScope(detail::SeededScheduler& scheduler, const Schedule& schedule) : scheduler_(scheduler) {
+  RunScope(detail::SeededScheduler& scheduler, const Schedule& schedule,
+           const detail::StackPool& pool)
+      : scheduler_(scheduler) {
     simulation_running = true;
-    scheduler_.begin_run(schedule);
+    scheduler_.begin_run(schedule, pool);
   }
   ~RunScope() {
     scheduler_.end_run();
@@ -361,7 +361,7 @@ void run_fibers(const SimulationOptions& options, const RankProgram& program) {
   const std::shared_ptr<detail::StackPool>& pool = detail::thread_stack_pool();
   detail::Engine engine(options);
   {
-    RunScope scope(scheduler, options.schedule);
+    RunScope scope(scheduler, options.schedule, *pool);
     start_ranks(engine, program, pool, options.fiber_stack_bytes);
     engine.wait_for_ranks();
     // Lets Boost's dispatcher release the finished fibers, and so their stacks.

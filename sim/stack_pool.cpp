@@ -6,30 +6,13 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define INFONCE_ASAN 1
-#endif
-
 namespace infonce::sim::detail {
-
-namespace {
-
-void forget_poison(const void* low, std::size_t bytes) noexcept {
-#if defined(INFONCE_ASAN)
-  ASAN_UNPOISON_MEMORY_REGION(low, bytes);
-#else
-  (void)low;
-  (void)bytes;
-#endif
-}
-
-}  // namespace
 
 std::size_t StackPool::page_size() {
   static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -80,7 +63,9 @@ boost::context::stack_context StackPool::allocate(std::size_t usable_bytes) {
   boost::context::stack_context stack;
   stack.size = usable;
   stack.sp = static_cast<char*>(mapping.base) + page + usable;
-  last_low_end_ = static_cast<char*>(mapping.base) + page;
+#if INFONCE_SIM_ASAN
+  live_.emplace(static_cast<const char*>(mapping.base) + page, usable);
+#endif
   return stack;
 }
 
@@ -89,6 +74,9 @@ void StackPool::deallocate(boost::context::stack_context& stack) noexcept {
   --outstanding_;
   const std::size_t page = page_size();
   char* low = static_cast<char*>(stack.sp) - stack.size;
+#if INFONCE_SIM_ASAN
+  live_.erase(low);
+#endif
   // Frames unwound by exceptions leave ASan redzones behind; a reused stack
   // must start clean.
   forget_poison(low, stack.size);
@@ -105,19 +93,17 @@ const std::shared_ptr<StackPool>& thread_stack_pool() {
   return pool;
 }
 
-void forget_dead_frames(const void* stack_low_end) noexcept {
-#if defined(INFONCE_ASAN)
-  // Everything below this frame is dead: the exception that was just caught
-  // unwound it without running ASan's frame epilogues.
-  const char marker = 0;
-  const char* low = static_cast<const char*>(stack_low_end);
-  const char* here = &marker;
-  // Keep clear of this frame's own redzones.
-  constexpr std::ptrdiff_t kMargin = 256;
-  if (here - low > kMargin) forget_poison(low, static_cast<std::size_t>(here - low - kMargin));
+StackBounds StackPool::stack_containing(const void* address) const {
+#if INFONCE_SIM_ASAN
+  const char* p = static_cast<const char*>(address);
+  auto above = live_.upper_bound(p);
+  if (above == live_.begin()) return {};
+  const auto& [low, usable] = *std::prev(above);
+  if (p < low + usable) return {low, usable};
 #else
-  (void)stack_low_end;
+  (void)address;
 #endif
+  return {};
 }
 
 }  // namespace infonce::sim::detail

@@ -9,11 +9,14 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include <boost/context/stack_context.hpp>
+
+#include "sim/asan_support.hpp"
 
 namespace infonce::sim::detail {
 
@@ -38,8 +41,9 @@ class StackPool {
   // Stacks handed out and not yet returned (0 between runs: a leak check).
   std::size_t outstanding() const { return outstanding_; }
   std::size_t cached() const { return free_.size(); }
-  // Lowest usable address of the stack handed out last.
-  const void* last_low_end() const { return last_low_end_; }
+  // The outstanding stack containing `address` ({} if none). Tracked only
+  // under ASan, which needs the bounds of every stack the thread switches to.
+  StackBounds stack_containing(const void* address) const;
   static std::size_t page_size();
 
  private:
@@ -52,7 +56,9 @@ class StackPool {
 
   std::vector<Mapping> free_;
   std::size_t outstanding_ = 0;
-  const void* last_low_end_ = nullptr;
+#if INFONCE_SIM_ASAN
+  std::map<const char*, std::size_t> live_;  // low end -> usable bytes
+#endif
   std::size_t guarded_ = 0;    // live mappings with a guard page
   std::set<void*> unguarded_;  // live mappings without one (rare)
 };
@@ -73,10 +79,5 @@ class PooledStackAllocator {
   std::shared_ptr<StackPool> pool_;
   std::size_t usable_bytes_;
 };
-
-// Under AddressSanitizer: forget the redzones of frames an exception unwound
-// on the current fiber stack, below the caller's frame. ASan's own cleanup on
-// throw only knows the thread's original stack. No-op otherwise.
-void forget_dead_frames(const void* stack_low_end) noexcept;
 
 }  // namespace infonce::sim::detail
