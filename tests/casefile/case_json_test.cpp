@@ -391,3 +391,48 @@ TEST(CaseJson, EveryBadCaseIsRejectedWithAOneLineMessageNamingTheKey) {
 
 }  // namespace
 }  // namespace infonce
+
+namespace infonce {
+namespace {
+
+// Deterministic corruption of a valid file (byte changes, cuts, splices):
+// every outcome is a case or an InputError with a one-line message, never
+// another exception or a crash.
+TEST(CaseJson, CorruptedFilesGiveACaseOrAnInputError) {
+  const std::string valid(kValidCaseText);
+  const std::string alphabet = "{}[],:\"0123456789.-+eE \ntrufalsn\\x";
+  Rng rng(7);
+  int rejected = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::string text = valid;
+    const auto edits = rng.between(1, 4);
+    for (std::int64_t e = 0; e < edits && !text.empty(); ++e) {
+      const auto at = static_cast<std::size_t>(rng.below(text.size()));
+      switch (rng.below(4)) {
+        case 0:  // replace a byte
+          text[at] = alphabet[rng.below(alphabet.size())];
+          break;
+        case 1:  // delete a run
+          text.erase(at, static_cast<std::size_t>(rng.between(1, 8)));
+          break;
+        case 2:  // duplicate a run elsewhere
+          text.insert(static_cast<std::size_t>(rng.below(text.size())),
+                      text.substr(at, static_cast<std::size_t>(rng.between(1, 16))));
+          break;
+        default:  // cut the file
+          text.resize(at);
+          break;
+      }
+    }
+    try {
+      parse_case(text);
+    } catch (const InputError& error) {
+      ++rejected;
+      EXPECT_EQ(std::string(error.what()).find_first_of("\n\r"), std::string::npos) << text;
+    }
+  }
+  EXPECT_GT(rejected, 4000);  // almost every corruption breaks the file
+}
+
+}  // namespace
+}  // namespace infonce

@@ -1,7 +1,9 @@
 // Tiny cases whose reference is worked out by hand below, checked through
 // `infonce-sim reference --case FILE --json`. Every case uses T = 1 and no
 // normalisation, so a logit is the plain dot product of two embeddings e = W x.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <numbers>
@@ -171,11 +173,16 @@ TEST(HandCase, TableShowsTheLossToSeventeenDigits) {
   const auto file = write_text_file(dir / "a.json", text);
   const CliResult result = run_infonce_sim({"reference", "--case", file.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
+  // The JSON's shortest round-trip form and the table's 17 digits read back
+  // to the same double, bit for bit.
+  const double json_loss = reference_of("a", text).at("loss").get<double>();
   bool found = false;
   for (const std::string& line : lines_of(result.out)) {
     if (!line.starts_with("loss ")) continue;
     found = true;
-    expect_close(std::strtod(line.c_str() + 5, nullptr), std::log(1 + 1 / kE), "table loss");
+    const double table_loss = std::strtod(line.c_str() + 5, nullptr);
+    expect_close(table_loss, std::log(1 + 1 / kE), "table loss");
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(table_loss), std::bit_cast<std::uint64_t>(json_loss));
   }
   EXPECT_TRUE(found) << result.out;
   EXPECT_NE(result.out.find("gradient dL/dW (D x F = 2 x 2)"), std::string::npos) << result.out;
