@@ -255,8 +255,34 @@ std::string Engine::call_site(const GroupState& state, const Call& call) const {
          state.label;
 }
 
+namespace {
+
+// A constant-time key: id, size and three members. Equal groups have equal keys.
+std::uint64_t quick_key(const Group& group) {
+  std::uint64_t key = fnv1a64_u64(static_cast<std::uint64_t>(group.id));
+  key = fnv1a64_u64(group.world_ranks.size(), key);
+  if (!group.world_ranks.empty()) {
+    const auto& ranks = group.world_ranks;
+    key = fnv1a64_u64(static_cast<std::uint64_t>(ranks.front()), key);
+    key = fnv1a64_u64(static_cast<std::uint64_t>(ranks[ranks.size() / 2]), key);
+    key = fnv1a64_u64(static_cast<std::uint64_t>(ranks.back()), key);
+  }
+  return key;
+}
+
+bool same_group(const Group& a, const Group& b) {
+  return a.id == b.id && a.world_ranks.size() == b.world_ranks.size() &&
+         (a.world_ranks.empty() || std::memcmp(a.world_ranks.data(), b.world_ranks.data(),
+                                               a.world_ranks.size() * sizeof(std::int32_t)) == 0);
+}
+
+}  // namespace
+
 GroupState& Engine::state_of(const Group& group, const Call& call) {
-  if (auto found = groups_.find(group); found != groups_.end()) return *found->second;
+  std::vector<GroupState*>& candidates = index_[quick_key(group)];
+  for (GroupState* candidate : candidates) {
+    if (same_group(candidate->group, group)) return *candidate;
+  }
   const std::string site = describe(call.signature) + " on " + format_group(group);
   if (group.world_ranks.empty()) fail_here(site + ": the group has no members");
   std::vector<std::int32_t> group_rank_of(static_cast<std::size_t>(world_size()), -1);
@@ -280,7 +306,9 @@ GroupState& Engine::state_of(const Group& group, const Call& call) {
     hash = fnv1a64_u64(static_cast<std::uint64_t>(w), hash);
   state->identity_hash = hash;
   state->calls.assign(group.world_ranks.size(), nullptr);
-  return *groups_.emplace(group, std::move(state)).first->second;
+  GroupState* created = groups_.emplace(group, std::move(state)).first->second.get();
+  candidates.push_back(created);
+  return *created;
 }
 
 void Engine::arrive(Call& call, const Group& group) {

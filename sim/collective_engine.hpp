@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -176,7 +177,10 @@ class Engine {
   [[noreturn]] void fail_here(std::string message);
 
   SimulationOptions options_;
+  // Every group called, ordered (messages list them in this order) ...
   std::map<Group, std::unique_ptr<GroupState>, GroupKeyLess> groups_;
+  // ... and indexed by a constant-time key for lookups (never iterated).
+  std::unordered_map<std::uint64_t, std::vector<GroupState*>> index_;
   std::vector<RankState> ranks_;
   std::int32_t live_ = 0;     // ranks whose program has not ended
   std::int32_t waiting_ = 0;  // ranks blocked in a collective not yet complete

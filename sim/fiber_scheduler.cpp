@@ -51,15 +51,16 @@ boost::fibers::context* SeededScheduler::pick_next() noexcept {
 }
 
 void SeededScheduler::suspend_until(std::chrono::steady_clock::time_point const& until) noexcept {
-  if (in_run_) {
-    // Every rank is blocked and none in one of our collectives (those are
-    // caught as deadlocks before the last rank blocks): a rank waits on a
-    // Boost.Fiber primitive nobody will signal. Sleeping would hang forever.
+  const bool forever = until == std::chrono::steady_clock::time_point::max();
+  if (in_run_ && forever) {
+    // Nothing is ready and nothing sleeps: every rank waits on a Boost.Fiber
+    // primitive nobody will signal (a wait inside one of our collectives is
+    // caught as a deadlock before the last rank blocks). Sleeping would hang.
     std::fputs("infonce sim: every fiber is blocked outside the simulated collectives\n", stderr);
     std::abort();
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  if (until == std::chrono::steady_clock::time_point::max()) {
+  if (forever) {
     wakeup_.wait(lock, [this] { return notified_; });
   } else {
     wakeup_.wait_until(lock, until, [this] { return notified_; });
