@@ -17,4 +17,14 @@ template <class Scalar>
 Matrix<Scalar> encode_backward(const Matrix<Scalar>& weight, const Matrix<Scalar>& features,
                                bool normalize, const Matrix<Scalar>& grad_embeddings);
 
+// |dL/dY|^T |X| with Y = X W^T: for each entry of dL/dW, the sum of the
+// absolute values of the terms it adds up. Any other summation order of the
+// same terms differs from encode_backward by at most ~n * eps times this, so
+// it is the scale against which two correctly computed gradients compare
+// when the terms cancel.
+template <class Scalar>
+Matrix<Scalar> encode_backward_magnitude(const Matrix<Scalar>& weight,
+                                         const Matrix<Scalar>& features, bool normalize,
+                                         const Matrix<Scalar>& grad_embeddings);
+
 }  // namespace infonce::loss

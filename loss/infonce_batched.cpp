@@ -102,8 +102,9 @@ Scalar within_groups(Stacked<Scalar>& stacked, const LossSettings& settings,
   Matrix<Scalar> logits(stacked.groups, per_group);
   for (Index j = 0; j < per_group; ++j) {
     const auto doc_j = doc_of_every_group(stacked.docs, per_group, j);
-    logits.col(j) =
-        (doc_j.array() * stacked.queries.array()).rowwise().sum().matrix() / temperature;
+    for (Index g = 0; g < stacked.groups; ++g) {
+      logits(g, j) = ordered_dot<Scalar>(stacked.queries.row(g), doc_j.row(g)) / temperature;
+    }
   }
   const Scalar loss = mean_cross_entropy(logits, 0, want_grad);
   if (!want_grad) return loss;
@@ -146,13 +147,13 @@ Scalar across_groups(Stacked<Scalar>& stacked, const LossSettings& settings, Los
   auto qd = sims.leftCols(doc_count);
   auto qq = sims.middleCols(doc_count, qq_width);
   auto dd = sims.rightCols(dd_width);
-  qd.noalias() = queries * docs.transpose();
+  ordered_products<Scalar>(qd, queries, docs);
   if (settings.include_qq) {
-    qq.noalias() = queries * queries.transpose();
+    ordered_products<Scalar>(qq, queries, queries);
     qq.diagonal().setConstant(minus_infinity<Scalar>());
   }
   if (settings.include_dd) {
-    dd.noalias() = positives * docs.transpose();
+    ordered_products<Scalar>(dd, positives, docs);
     for (Index g = 0; g < groups; ++g) dd(g, g * per_group) = minus_infinity<Scalar>();
   }
   if (settings.mask_fake_negative) {

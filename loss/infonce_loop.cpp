@@ -49,7 +49,8 @@ Scalar within_groups(const Matrix<Scalar>& embeddings, const GroupLayout& layout
     const Index docs = static_cast<Index>(rows.size()) - 1;
     logits.resize(static_cast<std::size_t>(docs));
     for (Index j = 0; j < docs; ++j) {
-      logits[static_cast<std::size_t>(j)] = query.dot(embeddings.row(rows[j + 1])) / temperature;
+      logits[static_cast<std::size_t>(j)] =
+          ordered_dot<Scalar>(query, embeddings.row(rows[j + 1])) / temperature;
     }
     total += row_cross_entropy(logits.data(), docs, 0, g, grad != nullptr);
     if (grad == nullptr) continue;
@@ -129,16 +130,16 @@ Scalar across_groups(const Matrix<Scalar>& embeddings, const GroupLayout& layout
     auto qd = logits.head(doc_count);
     auto qq = logits.segment(doc_count, qq_width);
     auto dd = logits.tail(dd_width);
-    qd.noalias() = docs * query.transpose();
+    for (Index j = 0; j < doc_count; ++j) qd(j) = ordered_dot<Scalar>(query, docs.row(j));
     const Scalar threshold = qd(target) + margin;  // a constant: no gradient flows through it
     if (settings.mask_fake_negative) mask_above(qd, threshold);
     if (settings.include_qq) {
-      qq.noalias() = queries * query.transpose();
+      for (Index j = 0; j < groups; ++j) qq(j) = ordered_dot<Scalar>(query, queries.row(j));
       qq(idx) = minus_infinity<Scalar>();
       if (settings.mask_fake_negative) mask_above(qq, threshold);
     }
     if (settings.include_dd) {
-      dd.noalias() = docs * positive.transpose();
+      for (Index j = 0; j < doc_count; ++j) dd(j) = ordered_dot<Scalar>(positive, docs.row(j));
       dd(target) = minus_infinity<Scalar>();
     }
     logits /= temperature;

@@ -12,6 +12,7 @@
 #include "loss/groups.hpp"
 #include "loss/infonce.hpp"
 #include "loss/matrix.hpp"
+#include "loss/ordered_dot.hpp"
 #include "loss/settings.hpp"
 
 namespace infonce::loss::detail {
