@@ -18,6 +18,7 @@ OutputJson case_report_json(const Case& c, const step::CaseReport& report) {
   document["ratio"] = report.ratio ? OutputJson(*report.ratio) : OutputJson(nullptr);
   document["max_abs_err"] = report.max_abs_err;
   document["rel_err"] = report.rel_err;
+  document["error_scale"] = report.error_scale;
   document["pass"] = report.pass;
   document["checks"] = {{"losses_equal", report.losses_equal},
                         {"grads_consistent", report.grads_consistent},

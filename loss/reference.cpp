@@ -54,6 +54,7 @@ template <class Scalar>
 struct BatchResult {
   Scalar loss;
   Matrix<Scalar> grad;  // d loss / dW
+  Matrix<Scalar> grad_magnitude;
 };
 
 // One loss evaluation of SPEC section 2 on a batch of groups: encode, parse
@@ -73,7 +74,8 @@ BatchResult<Scalar> batch_loss(const Matrix<Scalar>& weight, const Matrix<Scalar
   }
   const LossAndGradient<Scalar> result = infonce_loss_and_gradient(embeddings, layout, settings);
   return {result.loss,
-          encode_backward(weight, features, problem.normalize, result.grad_embeddings)};
+          encode_backward(weight, features, problem.normalize, result.grad_embeddings),
+          encode_backward_magnitude(weight, features, problem.normalize, result.grad_embeddings)};
 }
 
 // Features of every shard of one micro-step stacked in shard order, and
@@ -110,6 +112,7 @@ ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, Paddi
       problem.accumulation_normalize ? Scalar(1) / static_cast<Scalar>(micro_steps) : Scalar(1);
 
   ReferenceResult<Scalar> result{Scalar(0), std::vector<Scalar>(shards, Scalar(0)),
+                                 Matrix<Scalar>::Zero(weight.rows(), weight.cols()),
                                  Matrix<Scalar>::Zero(weight.rows(), weight.cols())};
   std::vector<std::int32_t> negative_counts;
   for (std::size_t m = 0; m < micro_steps; ++m) {
@@ -123,6 +126,7 @@ ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, Paddi
           batch_loss(weight, features, negative_counts, problem, padding, micro, 0);
       result.loss += micro_scale * step.loss;
       result.grad += micro_scale * step.grad;
+      result.grad_magnitude += micro_scale * step.grad_magnitude;
       continue;
     }
     // Without use_batch each shard averages its own groups; DDP then averages
@@ -141,6 +145,7 @@ ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, Paddi
       result.shard_losses[d] += micro_scale * step.loss;
       result.loss += shard_weight * micro_scale * step.loss;
       result.grad += (shard_weight * micro_scale) * step.grad;
+      result.grad_magnitude += (shard_weight * micro_scale) * step.grad_magnitude;
     }
   }
   if (problem.settings.use_batch) {

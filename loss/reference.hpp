@@ -37,6 +37,9 @@ struct ReferenceResult {
   // use_batch = true: the global value, once per shard (every rank reports it).
   std::vector<Scalar> shard_losses;
   Matrix<Scalar> grad;  // d objective / dW
+  // Per entry of grad, the sum of the absolute values of the terms it adds up
+  // (encode_backward_magnitude): the scale of any reordering's rounding error.
+  Matrix<Scalar> grad_magnitude;
 };
 
 // Padding streams: with use_batch, stream 0 pads the union; without, stream d pads shard d.

@@ -34,7 +34,7 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, CampaignResult& res
   if (verdict.failures.empty()) {
     double& worst = spec.scalar == ScalarType::float64 ? result.worst_rel_err
                                                        : result.worst_rel_err_float;
-    worst = std::max(worst, verdict.report.rel_err);
+    worst = std::max(worst, verdict.report.scaled_err);
   }
 }
 

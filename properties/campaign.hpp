@@ -43,7 +43,9 @@ struct CampaignResult {
   std::int64_t cases_run = 0;   // generated and checked (discards included)
   std::int64_t discarded = 0;
   std::map<std::string, std::int64_t> property_checks;  // how often each property was checked
-  double worst_rel_err = 0;     // of passing compensated cases, per scalar type below
+  // Worst gradient error of passing cases relative to the summand scale
+  // (CaseReport::scaled_err), per scalar type.
+  double worst_rel_err = 0;
   double worst_rel_err_float = 0;
   Coverage coverage;
   std::optional<CampaignFailure> failure;

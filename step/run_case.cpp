@@ -20,6 +20,7 @@ ReferenceValues reference_in(const Case& c) {
   out.loss = static_cast<double>(result.loss);
   out.shard_losses.assign(result.shard_losses.begin(), result.shard_losses.end());
   out.grad = result.grad.template cast<double>();
+  out.grad_magnitude = result.grad_magnitude.template cast<double>();
   return out;
 }
 
@@ -95,9 +96,13 @@ CaseReport evaluate(const Case& c, const DistributedResult& distributed,
     report.grads_consistent = report.grads_consistent &&
                               std::equal(distributed.grads[w].begin(), distributed.grads[w].end(),
                                          distributed.grads[0].begin(), same_bits);
-    if (c.loss.use_batch) {
-      report.losses_equal = report.losses_equal && same_bits(distributed.losses[w], report.loss);
-    }
+    // With use_batch every rank computes the one global loss; without it the
+    // replicas of a DP shard still hold the same data and must agree.
+    const auto rank = static_cast<std::int32_t>(w);
+    const std::size_t peer =
+        c.loss.use_batch ? 0 : static_cast<std::size_t>(rank - c.mesh.replica(rank));
+    report.losses_equal =
+        report.losses_equal && same_bits(distributed.losses[w], distributed.losses[peer]);
     const double expected = c.loss.use_batch
                                 ? reference.loss
                                 : reference.shard_losses[static_cast<std::size_t>(
@@ -107,10 +112,14 @@ CaseReport evaluate(const Case& c, const DistributedResult& distributed,
   }
 
   const double ref_scale = max_abs(reference.grad);
+  report.error_scale = std::max(ref_scale, max_abs(reference.grad_magnitude));
   report.max_abs_err = max_abs(report.grad - reference.grad);
   report.rel_err = ref_scale > 0 ? report.max_abs_err / ref_scale : report.max_abs_err;
+  report.scaled_err =
+      report.error_scale > 0 ? report.max_abs_err / report.error_scale : report.max_abs_err;
   report.grad_matches = std::isfinite(report.max_abs_err) &&
-                        report.max_abs_err <= report.tolerance.atol + report.tolerance.rtol * ref_scale;
+                        report.max_abs_err <=
+                            report.tolerance.atol + report.tolerance.rtol * report.error_scale;
   const double ref_norm2 = reference.grad.squaredNorm();
   if (ref_norm2 > 0) report.ratio = report.grad.cwiseProduct(reference.grad).sum() / ref_norm2;
 

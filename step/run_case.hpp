@@ -26,6 +26,7 @@ struct ReferenceValues {
   double loss = 0;
   std::vector<double> shard_losses;  // use_batch = false
   Matrix<double> grad;
+  Matrix<double> grad_magnitude;  // per entry, the sum of |terms| of grad
 };
 
 struct ExpectCheck {
@@ -41,9 +42,15 @@ struct CaseReport {
   ReferenceValues reference;
   std::optional<double> ratio;  // <grad, ref> / <ref, ref>; unset when ref == 0
   double max_abs_err = 0;
-  double rel_err = 0;
+  double rel_err = 0;      // max_abs_err / max|reference grad| (SPEC section 8)
+  // SPEC section 6 with the scale taken from the summands: max of the
+  // reference's grad_magnitude, which is max|reference grad| unless terms
+  // cancel. The only difference is summation order, whose error is bounded
+  // by the summands, not by their (possibly cancelled) sum.
+  double error_scale = 0;
+  double scaled_err = 0;   // max_abs_err / error_scale
   std::int64_t padded_positives = 0;
-  bool losses_equal = true;      // property 5: every rank reports the same value (use_batch)
+  bool losses_equal = true;      // property 5: ranks holding the same batch report the same value
   bool grads_consistent = true;  // every rank holds the same reduced gradient
   bool loss_matches = true;      // each rank's loss equals the reference's
   bool grad_matches = true;      // property 1 for the gradient
