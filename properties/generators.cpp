@@ -12,9 +12,14 @@ namespace {
 // ranks or groups), RapidCheck replays recorded values by position, and a
 // value recorded for one choice may land on another. Clamping keeps every
 // replayed value valid; uniform types keep the replay type-safe.
+//
+// `pick` is uniform whatever the size parameter (flags, choices, the mesh);
+// `pick_sized` grows with it (RapidCheck's convention), so a campaign's early
+// cases have few groups, negatives and dimensions.
 int pick(int lo, int hi) {
-  return std::clamp(*rc::gen::inRange(lo, hi + 1), lo, hi);
+  return std::clamp(*rc::gen::resize(rc::kNominalSize, rc::gen::inRange(lo, hi + 1)), lo, hi);
 }
+int pick_sized(int lo, int hi) { return std::clamp(*rc::gen::inRange(lo, hi + 1), lo, hi); }
 bool flip() { return pick(0, 1) == 1; }
 
 template <class T, std::size_t N>
@@ -32,35 +37,20 @@ int pick_log_uniform(int max) {
 
 std::vector<std::int32_t> pick_negatives(int groups, int min_k, int max_k, bool equal) {
   std::vector<std::int32_t> ks;
-  const int shared = pick(min_k, max_k);
-  for (int g = 0; g < groups; ++g) ks.push_back(equal ? shared : pick(min_k, max_k));
+  const int shared = pick_sized(min_k, max_k);
+  for (int g = 0; g < groups; ++g) ks.push_back(equal ? shared : pick_sized(min_k, max_k));
   return ks;
 }
 
 CaseSpec generate(const GeneratorLimits& limits) {
+  // Choices that do not depend on the structure come first: shrinking the
+  // mesh or a micro-step changes how many picks follow it, and RapidCheck
+  // replays recorded picks by position, so anything drawn after the
+  // structure would be reshuffled by every structural shrink.
   CaseSpec spec;
-  spec.dp = pick_log_uniform(limits.max_world);
-  spec.world = spec.dp * pick_log_uniform(std::max(1, limits.max_world / spec.dp));
   spec.use_batch = !flip();  // shrinks toward use_batch = true, the mode of the bug
   spec.hard_negatives = flip() ? pick(1, limits.max_negatives) : 0;
-  const int accumulation = pick(1, limits.max_accumulation);
   spec.accumulation_normalize = !flip();
-  // Keep the global batch bounded so one case stays cheap at P = 64.
-  const int max_groups = std::max(1, std::min(limits.max_groups, 64 / spec.dp));
-  const bool equal_negatives = flip();
-  const int min_k = spec.hard_negatives > 0 ? 1 : 0;
-  spec.negatives.clear();
-  for (int m = 0; m < accumulation; ++m) {
-    auto& shards = spec.negatives.emplace_back();
-    for (int d = 0; d < spec.dp; ++d) {
-      // Without use_batch every rank needs a group; with it only the whole batch does.
-      const int min_groups = (!spec.use_batch || d == 0) ? 1 : 0;
-      shards.push_back(pick_negatives(pick(min_groups, max_groups), min_k, limits.max_negatives,
-                                      equal_negatives));
-    }
-  }
-  spec.feature_dim = pick(1, limits.max_dim);
-  spec.embedding_dim = pick(1, limits.max_dim);
   spec.normalize = !flip();
   spec.mask_fake_negative = flip();
   spec.fake_neg_margin = pick_from(std::array{0.1, 0.0, 0.05, 0.3, -0.05});
@@ -72,6 +62,26 @@ CaseSpec generate(const GeneratorLimits& limits) {
   spec.scalar = flip() ? ScalarType::float32 : ScalarType::float64;
   spec.data_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
   spec.rng_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
+  spec.feature_dim = pick_sized(1, limits.max_dim);
+  spec.embedding_dim = pick_sized(1, limits.max_dim);
+  const bool equal_negatives = flip();
+
+  spec.dp = pick_log_uniform(limits.max_world);
+  spec.world = spec.dp * pick_log_uniform(std::max(1, limits.max_world / spec.dp));
+  const int accumulation = pick(1, limits.max_accumulation);
+  // Keep the global batch bounded so one case stays cheap at P = 64.
+  const int max_groups = std::max(1, std::min(limits.max_groups, 64 / spec.dp));
+  const int min_k = spec.hard_negatives > 0 ? 1 : 0;
+  spec.negatives.clear();
+  for (int m = 0; m < accumulation; ++m) {
+    auto& shards = spec.negatives.emplace_back();
+    for (int d = 0; d < spec.dp; ++d) {
+      // Without use_batch every rank needs a group; with it only the whole batch does.
+      const int min_groups = (!spec.use_batch || d == 0) ? 1 : 0;
+      shards.push_back(pick_negatives(pick_sized(min_groups, max_groups), min_k,
+                                      limits.max_negatives, equal_negatives));
+    }
+  }
   return spec;
 }
 

@@ -17,12 +17,6 @@ bool fails(const CaseVerdict& verdict, const char* property) {
                      [&](const PropertyFailure& f) { return f.property == property; });
 }
 
-std::string failure_text(const CaseVerdict& verdict) {
-  std::string text;
-  for (const auto& f : verdict.failures) text += f.property + ": " + f.detail + "; ";
-  return text;
-}
-
 // Generates a case, tags it, checks every property; discards what the
 // reference rejects (every logit masked under a negative margin).
 CaseVerdict checked_case(const CaseSpec& spec, const step::Mutant* mutant = nullptr) {
