@@ -327,7 +327,9 @@ std::uint64_t padding_seed_of_rank(const Case& c, std::int32_t world_rank) {
     case RngMode::synced:
       return c.rng_seed;
     case RngMode::per_rank:
-      return derive_seed(c.rng_seed, static_cast<std::uint64_t>(world_rank));
+      // The usual `np.random.seed(seed + rank)`: rank 0 keeps the synced
+      // stream, every other rank draws its own.
+      return c.rng_seed + static_cast<std::uint64_t>(world_rank);
   }
   INFONCE_ASSERT(false);
   return 0;

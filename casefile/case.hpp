@@ -83,7 +83,7 @@ loss::ReferenceProblem reference_problem(const Case& c);
 std::unique_ptr<loss::PaddingPlan> reference_padding(const Case& c);
 
 // Seed of world rank w's hard-negative generator: one seed for all ranks in
-// synced mode, a different one per rank in per-rank mode.
+// synced mode, seed + world rank in per-rank mode.
 std::uint64_t padding_seed_of_rank(const Case& c, std::int32_t world_rank);
 
 }  // namespace infonce
