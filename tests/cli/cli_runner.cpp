@@ -25,7 +25,7 @@ std::string read_all(const fs::path& path) {
 
 // Output goes to files, not pipes: nothing can block however much is written.
 fs::path capture_dir() {
-  static const fs::path dir = fresh_work_dir("capture-" + std::to_string(::getpid()));
+  static const fs::path dir = fresh_work_dir("capture");
   return dir;
 }
 
@@ -36,7 +36,9 @@ fs::path source_dir() {
 }
 
 fs::path fresh_work_dir(std::string_view test_name) {
-  const fs::path dir = fs::path(INFONCE_CLI_WORK_DIR) / test_name;
+  // Per process: ctest runs many test_cli processes at once, and each builds
+  // its parameter tables (with their files) at start-up.
+  const fs::path dir = fs::path(INFONCE_CLI_WORK_DIR) / std::to_string(::getpid()) / test_name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
