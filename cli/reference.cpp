@@ -9,35 +9,17 @@
 #include "casefile/case_json.hpp"
 #include "cli/command.hpp"
 #include "cli/output.hpp"
-#include "loss/reference.hpp"
+#include "step/run_case.hpp"
 
 namespace infonce::cli {
 namespace {
 namespace po = boost::program_options;
 
-struct ReferenceOutput {
-  double loss = 0;
-  std::vector<double> shard_losses;  // use_batch = false only
-  Matrix<double> grad;
-};
+using ReferenceOutput = step::ReferenceValues;
 
 // In the case's own scalar type (a float32 case's reference is computed in
-// float, as the run compares it), widened to double for printing.
-template <class Scalar>
-ReferenceOutput reference_in(const Case& c) {
-  const auto padding = reference_padding(c);
-  const auto result = loss::compute_reference<Scalar>(reference_problem(c), *padding);
-  padding->check_all_used();
-  ReferenceOutput output;
-  output.loss = static_cast<double>(result.loss);
-  for (const Scalar value : result.shard_losses) output.shard_losses.push_back(value);
-  output.grad = result.grad.template cast<double>();
-  return output;
-}
-
-ReferenceOutput case_reference(const Case& c) {
-  return c.scalar == ScalarType::float64 ? reference_in<double>(c) : reference_in<float>(c);
-}
+// float, as `run` compares it), widened to double for printing.
+ReferenceOutput case_reference(const Case& c) { return step::compute_case_reference(c); }
 
 void print_json(std::ostream& out, const Case& c, const ReferenceOutput& reference) {
   OutputJson document;
