@@ -112,11 +112,19 @@ std::string describe(const Json& value) {
 
 class ParsePosition {
  public:
+  // Built only for a message, from the key or index of every open container:
+  // building it at each event cost the length of the keys on the way down per
+  // event, quadratic in the file (one long key over many arrays took minutes).
   std::string current_path() const {
-    if (frames_.empty()) return "";
-    const Frame& top = frames_.back();
-    if (top.is_object) return top.key ? key_path(top.path, *top.key) : top.path;
-    return index_path(top.path, top.count);
+    std::string path;
+    for (const Frame& frame : frames_) {
+      if (!frame.is_object) {
+        path = index_path(path, frame.count);
+      } else if (frame.key) {
+        path = key_path(path, *frame.key);
+      }
+    }
+    return path;
   }
 
   bool on_event(int depth, nlohmann::detail::parse_event_t event, const Json& parsed) {
@@ -128,13 +136,13 @@ class ParsePosition {
           fail(shown_path(current_path()),
                "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
         }
-        frames_.push_back(Frame{current_path(), event == Event::object_start, {}, 0, {}});
+        frames_.push_back(Frame{event == Event::object_start, {}, 0, {}});
         break;
       case Event::key: {
         Frame& top = frames_.back();
         const auto& key = parsed.get_ref<const std::string&>();
         top.key = key;
-        if (!top.keys.insert(key).second) fail(key_path(top.path, key), "duplicate key");
+        if (!top.keys.insert(key).second) fail(current_path(), "duplicate key");
         break;
       }
       case Event::object_end:
@@ -151,7 +159,6 @@ class ParsePosition {
 
  private:
   struct Frame {
-    std::string path;
     bool is_object = false;
     std::optional<std::string> key;
     std::int64_t count = 0;  // arrays: elements completed
