@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -73,12 +73,17 @@ void timed_collectives(benchmark::State& state, Kind kind) {
   const auto world = static_cast<std::int32_t>(state.range(0));
   const auto count = static_cast<std::size_t>(state.range(1));
   constexpr int kCollectives = 8;
+  // Third argument 1: every rank passes one shared Group object instead of
+  // its own copy (the per-call exact group check then reads hot memory).
+  const bool shared = state.range(2) == 1;
+  const Group shared_world = world_group_of(world);
   const auto options = options_for(world, ScheduleKind::fifo);
   for (auto _ : state) {
     double start = 0;
     double end = 0;
     run_fibers(options, [&](Communicator& comm) {
-      const Group world_group = comm.world();
+      const Group own_world = shared ? Group{} : comm.world();
+      const Group& world_group = shared ? shared_world : own_world;
       std::vector<double> values(count, 1.0 + comm.world_rank());
       comm.barrier(world_group);
       if (start == 0) start = thread_cpu_seconds();  // first rank out
@@ -111,20 +116,23 @@ void BM_Barrier(benchmark::State& state) {
   timed_collectives(state, Kind::barrier);
 }
 BENCHMARK(BM_AllGather)
-    ->Args({64, 1})
-    ->Args({4096, 1})
-    ->Args({4096, 16})
+    ->Args({64, 1, 0})
+    ->Args({4096, 1, 0})
+    ->Args({4096, 16, 0})
+    ->Args({4096, 1, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllReduce)
-    ->Args({64, 1})
-    ->Args({4096, 1})
-    ->Args({4096, 1024})
+    ->Args({64, 1, 0})
+    ->Args({4096, 1, 0})
+    ->Args({4096, 1024, 0})
+    ->Args({4096, 1, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Barrier)
-    ->Args({64, 0})
-    ->Args({4096, 0})
+    ->Args({64, 0, 0})
+    ->Args({4096, 0, 0})
+    ->Args({4096, 0, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -185,8 +185,11 @@ std::vector<std::int32_t> summation_order(const GroupState& state,
   std::vector<std::int32_t> order(state.calls.size());
   std::iota(order.begin(), order.end(), 0);
   if (seed.has_value()) {
-    Rng rng(derive_seed(derive_seed(*seed, state.identity_hash),
-                        static_cast<std::uint64_t>(state.op_index)));
+    std::uint64_t identity = fnv1a64_u64(static_cast<std::uint64_t>(state.group.id));
+    for (const std::int32_t w : state.group.world_ranks) {
+      identity = fnv1a64_u64(static_cast<std::uint64_t>(w), identity);
+    }
+    Rng rng(derive_seed(derive_seed(*seed, identity), static_cast<std::uint64_t>(state.op_index)));
     for (std::size_t i = order.size(); i-- > 1;) {
       std::swap(order[i], order[static_cast<std::size_t>(rng.below(i + 1))]);
     }
@@ -252,20 +255,21 @@ FaultInjection::Kind Engine::fault_for(std::int32_t rank, std::int64_t call_numb
 
 std::string Engine::call_site(const GroupState& state, const Call& call) const {
   return "collective #" + std::to_string(state.op_index) + " " + describe(call.signature) + " on " +
-         state.label;
+         format_group(state.group);
 }
 
 namespace {
 
 // A constant-time key: id, size and three members. Equal groups have equal keys.
 std::uint64_t quick_key(const Group& group) {
-  std::uint64_t key = fnv1a64_u64(static_cast<std::uint64_t>(group.id));
-  key = fnv1a64_u64(group.world_ranks.size(), key);
-  if (!group.world_ranks.empty()) {
-    const auto& ranks = group.world_ranks;
-    key = fnv1a64_u64(static_cast<std::uint64_t>(ranks.front()), key);
-    key = fnv1a64_u64(static_cast<std::uint64_t>(ranks[ranks.size() / 2]), key);
-    key = fnv1a64_u64(static_cast<std::uint64_t>(ranks.back()), key);
+  const auto& ranks = group.world_ranks;
+  std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(group.id)) << 32) |
+                      static_cast<std::uint32_t>(ranks.size());
+  if (!ranks.empty()) {
+    for (const std::int32_t w : {ranks.front(), ranks[ranks.size() / 2], ranks.back()}) {
+      key = (key ^ static_cast<std::uint32_t>(w)) * 0x9e3779b97f4a7c15ULL;
+      key ^= key >> 29;
+    }
   }
   return key;
 }
@@ -299,12 +303,7 @@ GroupState& Engine::state_of(const Group& group, const Call& call) {
   }
   auto state = std::make_unique<GroupState>();
   state->group = group;
-  state->label = format_group(group);
   state->group_rank_of = std::move(group_rank_of);
-  std::uint64_t hash = fnv1a64_u64(static_cast<std::uint64_t>(group.id));
-  for (const std::int32_t w : group.world_ranks)
-    hash = fnv1a64_u64(static_cast<std::uint64_t>(w), hash);
-  state->identity_hash = hash;
   state->calls.assign(group.world_ranks.size(), nullptr);
   GroupState* created = groups_.emplace(group, std::move(state)).first->second.get();
   candidates.push_back(created);
@@ -366,7 +365,7 @@ std::optional<std::string> Engine::find_disagreement(const GroupState& state) co
   const bool agree = std::ranges::all_of(
       state.calls, [&first](const Call* call) { return compatible(first, *call); });
   const std::string site =
-      "collective #" + std::to_string(state.op_index) + " on " + state.label + ": ";
+      "collective #" + std::to_string(state.op_index) + " on " + format_group(state.group) + ": ";
   if (!agree) {
     // Group members by what they called; the most common call first.
     std::vector<std::pair<std::string, std::vector<std::int32_t>>> calls;
@@ -496,7 +495,7 @@ std::string Engine::where_is(std::int32_t rank) const {
       return who + " is running";
     case Status::waiting:
       return who + " waits in collective #" + std::to_string(r.op_index) + " " +
-             describe(r.signature) + " on " + r.group->label + " (its call #" +
+             describe(r.signature) + " on " + format_group(r.group->group) + " (its call #" +
              std::to_string(r.calls - 1) + ")";
   }
   return who;
@@ -530,8 +529,9 @@ std::string Engine::deadlock_message() const {
       if (crossed.empty() && r.status == Status::waiting && r.calls - 1 == example->call_number &&
           r.group != state.get()) {
         crossed = "world rank " + std::to_string(w) + " made its call #" +
-                  std::to_string(example->call_number) + " on " + r.group->label + " where " +
-                  world_ranks_text(present) + " made it on " + state->label;
+                  std::to_string(example->call_number) + " on " + format_group(r.group->group) +
+                  " where " + world_ranks_text(present) + " made it on " +
+                  format_group(state->group);
       }
     }
     if (shown == kGroupsShown) {
@@ -590,7 +590,7 @@ void Engine::rank_finished(std::int32_t rank, std::exception_ptr error) {
     } else {
       text += " after " + counted(state.calls, "collective call") + " (the last: collective #" +
               std::to_string(state.op_index) + " " + describe(state.signature) + " on " +
-              state.group->label + ")";
+              format_group(state.group->group) + ")";
     }
     fail(std::move(text), std::move(error));
   } else {

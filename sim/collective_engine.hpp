@@ -110,9 +110,7 @@ struct Call {
 
 struct GroupState {
   Group group;
-  std::string label;                        // "group 3 {0,2,4}"
   std::vector<std::int32_t> group_rank_of;  // by world rank; -1 for non-members
-  std::uint64_t identity_hash = 0;          // of id and members: seeds reduction orders
   std::int64_t op_index = 0;                // the collective in progress (= completed ones)
   std::vector<Call*> calls;                 // by group rank; nullptr until arrived
   std::int32_t arrived = 0;
