@@ -38,7 +38,7 @@ void SeededScheduler::awakened(boost::fibers::context* ctx) noexcept {
 boost::fibers::context* SeededScheduler::pick_next() noexcept {
   if (size_ == 0) return nullptr;
   if (kind_ == ScheduleKind::random && size_ > 1) {
-    // Take a uniformly drawn entry; the last entry fills its place.
+    // Take a uniformly drawn entry; the front entry takes its place.
     const std::size_t chosen = static_cast<std::size_t>(rng_.below(size_));
     std::swap(slot(chosen), slot(0));
   }
