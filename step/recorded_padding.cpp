@@ -44,6 +44,7 @@ loss::GroupLayout padded_layout(const Case& c, std::int32_t micro, std::int32_t 
 }  // namespace
 
 loss::RecordedDraws record_padding_draws(const Case& c) {
+  validate_case(c);  // the replay below indexes batches by micro-step and shard
   if (c.padding_draws) return *c.padding_draws;
   const auto dp = static_cast<std::size_t>(c.mesh.dp);
   loss::RecordedDraws draws(static_cast<std::size_t>(c.accumulation_steps),

@@ -17,8 +17,8 @@ namespace infonce::step {
 // draws in one go, groups in order. Empty lists when hard_negatives is unset.
 //
 // A case that already records its draws gets them back unchanged (they are
-// what its step uses). Throws InputError where the step would (a group with
-// no negative under hard_negatives).
+// what its step uses). Throws InputError for an invalid case (validate_case)
+// and where the step would (a group with no negative under hard_negatives).
 //
 // rng mode per-rank: the recording holds, per DP shard, the stream of its
 // first replica (seed + d * R). Recorded draws feed every replica of a shard,

@@ -132,6 +132,12 @@ TEST(RecordPaddingDraws, AGroupWithoutNegativesIsTheTrainersAssertion) {
   EXPECT_THROW(record_padding_draws(c), InputError);
 }
 
+TEST(RecordPaddingDraws, AnInvalidCaseIsAnInputError) {
+  Case c = hand_case(4, 2, kNegatives);
+  c.batches[1].pop_back();  // micro-step 1 lacks DP shard 1
+  EXPECT_THROW(record_padding_draws(c), InputError);
+}
+
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
