@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -379,8 +380,10 @@ std::vector<CallRecord> MpiCommunicator::State::exchange(const GroupComm& g, con
                        g.comm, &request),
         "MPI_Iallgather", site);
   wait_or_stall(request, options.stall_timeout_seconds, site, [&](double waited) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", waited);
     return site + ": world rank " + std::to_string(rank) + " (its call #" +
-           std::to_string(mine.call_number) + ") waited " + std::to_string(waited) +
+           std::to_string(mine.call_number) + ") waited " + seconds +
            " s for the other members (one returned, called another collective or group, or "
            "failed without ending the job)";
   });

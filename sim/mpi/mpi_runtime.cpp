@@ -12,10 +12,15 @@
 namespace infonce::sim {
 namespace {
 
+// Leaves MPI only together: OpenMPI's mpirun can crash or hang when one
+// process sits in MPI_Finalize while another aborts the job, whereas a process
+// waiting in a barrier is simply killed by the abort.
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
 }
 
 std::string one_line(std::string text) {
@@ -86,7 +91,10 @@ int run_or_abort_job(const std::function<int()>& body, std::string_view program,
     error = std::current_exception();
   }
   const std::string message = message_of ? message_of(error) : what_of(error);
-  std::cerr << program << ": error: " << one_line(message) << '\n';
+  // One write, so lines of ranks failing at once do not interleave.
+  const std::string line = std::string(program) + ": error: " + one_line(message) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
   abort_mpi_job(exit_code_of(error));
 }
 
