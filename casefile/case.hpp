@@ -38,6 +38,16 @@ struct Expectation {
   double atol = 1e-12;
 };
 
+// Extension key "found" (optional): how a property campaign found this case,
+// so a corpus entry says what it guards against and can be regenerated.
+struct Finding {
+  std::optional<std::string> mutant;  // the known-wrong variant that failed it; none: the real step
+  std::string property;               // the property that failed (properties/properties.hpp)
+  std::uint64_t seed = 0;             // the campaign seed
+  std::int64_t case_index = 0;        // the generated case that failed, before shrinking
+  std::string limits = "default";     // the generator distribution: "default" | "typical"
+};
+
 struct Case {
   Mesh mesh;
   Reduction reduction = Reduction::mean;
@@ -54,6 +64,7 @@ struct Case {
   std::vector<std::vector<loss::ShardBatch>> batches;  // [micro][dp rank]
   std::optional<Expectation> expect;
   ScalarType scalar = ScalarType::float64;  // extension key "dtype", optional
+  std::optional<Finding> found;             // extension key "found", optional
 
   std::int32_t feature_dim() const { return static_cast<std::int32_t>(weight.cols()); }
   std::int32_t embedding_dim() const { return static_cast<std::int32_t>(weight.rows()); }

@@ -524,6 +524,41 @@ void read_expect(const Json& value, Case& c) {
   c.expect = std::move(result);
 }
 
+// The extension key "found": a campaign's record of how it found the case.
+// Names are checked for shape only (the registry of mutants and properties
+// lives above this layer): a short printable string.
+std::string read_name(const Json& value, std::string_view path) {
+  constexpr std::size_t kMaxName = 64;
+  if (!value.is_string()) fail_type(path, "a name (a string)", value);
+  const std::string& name = value.get_ref<const std::string&>();
+  const bool printable =
+      std::all_of(name.begin(), name.end(), [](char ch) { return ch > ' ' && ch < 0x7f; });
+  if (name.empty() || name.size() > kMaxName || !printable) {
+    fail(shown_path(path), "expected a name of 1 to " + std::to_string(kMaxName) +
+                               " printable characters without spaces, got " + describe(value));
+  }
+  return name;
+}
+
+void read_found(const Json& value, Case& c) {
+  const ObjectReader found(value, "found", {"mutant", "property", "seed", "case_index", "limits"});
+  Finding result;
+  if (const Json& mutant = found.required("mutant"); !mutant.is_null()) {
+    result.mutant = read_name(mutant, found.path("mutant"));
+  }
+  result.property = read_name(found.required("property"), found.path("property"));
+  result.seed = read_uint64(found.required("seed"), found.path("seed"));
+  result.case_index = read_int64(found.required("case_index"), found.path("case_index"));
+  if (result.case_index < 0) {
+    fail(found.path("case_index"), "must be >= 0, got " + std::to_string(result.case_index));
+  }
+  if (const Json* limits = found.optional("limits"); limits != nullptr && !limits->is_null()) {
+    result.limits = read_choice<std::string>(*limits, found.path("limits"),
+                                             {{"default", "default"}, {"typical", "typical"}});
+  }
+  c.found = std::move(result);
+}
+
 // An optional key: absent and null both mean "not given".
 const Json* given(const ObjectReader& object, std::string_view key) {
   const Json* value = object.optional(key);
@@ -614,6 +649,13 @@ OrderedJson case_json(const Case& c) {
                      {"rtol", c.expect->rtol},
                      {"atol", c.expect->atol}};
   }
+  if (c.found) {
+    out["found"] = {{"mutant", c.found->mutant ? OrderedJson(*c.found->mutant) : OrderedJson()},
+                    {"property", c.found->property},
+                    {"seed", c.found->seed},
+                    {"case_index", c.found->case_index},
+                    {"limits", c.found->limits}};
+  }
   return out;
 }
 
@@ -646,9 +688,10 @@ void append_laid_out(std::string& out, const OrderedJson& value, std::size_t ind
 
 Case parse_case(std::string_view json_text) {
   const Json document = parse_json(json_text);
-  const ObjectReader root(document, "",
-                          {"format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
-                           "accumulation", "rng", "dtype", "padding_draws", "batches", "expect"});
+  const ObjectReader root(
+      document, "",
+      {"format", "mesh", "reduction", "gather", "compensate", "loss", "encoder", "accumulation",
+       "rng", "dtype", "padding_draws", "batches", "expect", "found"});
   Case c;
   read_format(root);
   c.mesh = read_mesh(root.required("mesh"));
@@ -669,6 +712,7 @@ Case parse_case(std::string_view json_text) {
   if (const Json* draws = given(root, "padding_draws")) read_padding_draws(*draws, c);
   read_batches(root.required("batches"), c);
   if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
+  if (const Json* found = given(root, "found")) read_found(*found, c);
   validate_case(c);
   return c;
 }

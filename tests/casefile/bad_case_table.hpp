@@ -237,6 +237,28 @@ inline std::vector<BadCase> bad_cases() {
       {"expect_rtol_negative", edited({{"/expect/rtol", -1e-10}}), "expect.rtol", "must be >= 0"},
       {"expect_loss_overflow", replaced("\"loss\":0.5", "\"loss\":1e999"), "expect.loss",
        "expected a finite number"},
+      // --- the extension key "found" (a campaign's record of how it found the case)
+      {"found_unknown_key",
+       edited(
+           {{"/found",
+             Json::parse(R"({"mutant":null,"property":"p","seed":1,"case_index":0,"extra":1})")}}),
+       "found.extra", "unknown key"},
+      {"found_missing_property",
+       edited({{"/found", Json::parse(R"({"mutant":null,"seed":1,"case_index":0})")}}),
+       "found.property", "missing required key"},
+      {"found_negative_case_index",
+       edited({{"/found",
+                Json::parse(R"({"mutant":"ga-twice","property":"p","seed":1,"case_index":-3})")}}),
+       "found.case_index", "must be >= 0, got -3"},
+      {"found_mutant_with_space",
+       edited({{"/found",
+                Json::parse(R"({"mutant":"ga twice","property":"p","seed":1,"case_index":0})")}}),
+       "found.mutant", "printable characters without spaces"},
+      {"found_limits_unknown",
+       edited({{"/found",
+                Json::parse(
+                    R"({"mutant":null,"property":"p","seed":1,"case_index":0,"limits":"huge"})")}}),
+       "found.limits", "expected \"default\" or \"typical\""},
   };
 }
 
