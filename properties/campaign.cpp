@@ -1,12 +1,30 @@
 #include "properties/campaign.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
+#include "base/assert.hpp"
+#include "base/error.hpp"
 #include "base/rng.hpp"
+#include "casefile/case_json.hpp"
 
 namespace infonce::properties {
 namespace {
+
+// RapidCheck keeps its generator context (implicit parameters) in
+// process-wide globals: generating or shrinking on two threads at once
+// corrupts it. Generation is cheap next to checking a case, so it is
+// serialised; checking runs in parallel.
+std::mutex& rapidcheck_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
 
 std::string bucket(std::int32_t n) {
   if (n <= 2) return std::to_string(n);
@@ -20,32 +38,418 @@ bool has_property(const CaseVerdict& verdict, const std::string& property) {
                      [&](const PropertyFailure& f) { return f.property == property; });
 }
 
-void tally(const CaseVerdict& verdict, const CaseSpec& spec, CampaignResult& result) {
+bool failed(const CaseVerdict& verdict) {
+  return !verdict.discarded && !verdict.failures.empty();
+}
+
+const char* scalar_name(ScalarType scalar) {
+  return scalar == ScalarType::float64 ? "float64" : "float32";
+}
+
+void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
+  ++result.cases_run;
+  add_coverage(spec, result.coverage);
   if (verdict.discarded) {
     ++result.discarded;
     return;
   }
-  for (const char* p : {kGradientMatches, kScheduleIndependent, kEqualLoss, kPaddingSkipsPositive,
-                        kNoCrash}) {
+  for (const char* p :
+       {kGradientMatches, kScheduleIndependent, kEqualLoss, kPaddingSkipsPositive, kNoCrash}) {
     ++result.property_checks[p];
   }
   if (verdict.uncompensated_checked) ++result.property_checks[kUncompensatedRatio];
   if (verdict.code_paths_checked) ++result.property_checks[kCodePathsAgree];
+  // A step that threw has no error to show.
+  if (!has_property(verdict, kNoCrash)) {
+    result.error_histogram[scalar_name(spec.scalar)].add(verdict.report.scaled_err);
+  }
   if (verdict.failures.empty()) {
-    double& worst = spec.scalar == ScalarType::float64 ? result.worst_rel_err
-                                                       : result.worst_rel_err_float;
+    double& worst =
+        spec.scalar == ScalarType::float64 ? result.worst_rel_err : result.worst_rel_err_float;
     worst = std::max(worst, verdict.report.scaled_err);
   }
 }
 
+PropertyOptions property_options_of(const CampaignOptions& options) {
+  return {options.mutant, campaign_schedule_seed(options.seed)};
+}
+
+// --- the self-check
+
+std::uint64_t bits_of(double value) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+std::string hex_bits(double value) {
+  std::ostringstream out;
+  out << std::hex << "0x" << bits_of(value);
+  return out.str();
+}
+
+// The first entry where two vectors differ in bits; nullopt if none.
+std::optional<std::string> first_difference(const std::vector<double>& a,
+                                            const std::vector<double>& b, const std::string& what) {
+  if (a.size() != b.size()) {
+    return what + " has " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) +
+           " entries";
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (bits_of(a[i]) != bits_of(b[i])) {
+      return what + " entry " + std::to_string(i) + ": " + hex_bits(a[i]) + " vs " + hex_bits(b[i]);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> compare_runs(const step::DistributedResult& a,
+                                        const step::DistributedResult& b) {
+  if (auto d = first_difference(a.losses, b.losses, "reported losses")) return d;
+  if (a.grads.size() != b.grads.size()) return std::string("rank counts differ");
+  for (std::size_t w = 0; w < a.grads.size(); ++w) {
+    if (auto d =
+            first_difference(a.grads[w], b.grads[w], "rank " + std::to_string(w) + " gradient")) {
+      return d;
+    }
+  }
+  if (a.padded_positives != b.padded_positives) return std::string("padded positives differ");
+  return std::nullopt;
+}
+
+std::vector<double> flat(const Matrix<double>& m) {
+  return {m.data(), m.data() + m.size()};
+}
+
+// The distributed step under `schedule`, or the message it threw.
+struct StepOutcome {
+  std::optional<step::DistributedResult> result;
+  std::string error;
+};
+
+StepOutcome run_step(const step::DistributedSetup& setup, sim::Schedule schedule) {
+  step::RunOptions options;
+  options.schedule = schedule;
+  try {
+    return {step::run_on_fibers(setup.distributed_case, setup.variant, options), {}};
+  } catch (const std::exception& e) {
+    return {std::nullopt, e.what()};
+  }
+}
+
+std::optional<std::string> compare_outcomes(const StepOutcome& a, const StepOutcome& b,
+                                            const std::string& what) {
+  if (a.result && b.result) {
+    if (auto d = compare_runs(*a.result, *b.result)) return what + ": " + *d;
+    return std::nullopt;
+  }
+  if (!a.result && !b.result && a.error == b.error) return std::nullopt;
+  return what + ": one run threw (" + (a.result ? b.error : a.error) + ")";
+}
+
+std::optional<std::string> find_divergence(std::uint64_t seed, std::int64_t index,
+                                           const GeneratorLimits& limits, const CaseSpec& spec,
+                                           const step::Mutant* mutant) {
+  const Case c = build_case(spec);
+  // Generation: a fresh generator from (seed, index) gives the same case bytes.
+  const std::string json = case_to_json(c);
+  const CaseSpec again = generate_spec(seed, index, limits);
+  if (case_to_json(build_case(again)) != json) {
+    return "generation: regenerating the case gave different case JSON (" + describe(again) + ")";
+  }
+  step::ReferenceValues reference;
+  try {
+    reference = step::compute_case_reference(c);
+  } catch (const InputError&) {
+    return std::nullopt;  // the campaign discards it: nothing more to compare
+  }
+  const step::ReferenceValues again_reference = step::compute_case_reference(c);
+  if (bits_of(reference.loss) != bits_of(again_reference.loss)) {
+    return "reference loss twice: " + hex_bits(reference.loss) + " vs " +
+           hex_bits(again_reference.loss);
+  }
+  if (auto d = first_difference(flat(reference.grad), flat(again_reference.grad),
+                                "reference twice: gradient")) {
+    return d;
+  }
+  const step::DistributedSetup setup = step::distributed_setup(c, mutant);
+  const StepOutcome fifo = run_step(setup, {sim::ScheduleKind::fifo, 0});
+  const StepOutcome fifo_again = run_step(setup, {sim::ScheduleKind::fifo, 0});
+  if (auto d = compare_outcomes(fifo, fifo_again, "FIFO twice")) return d;
+  // Another interleaving than the property's own schedule-independence check.
+  const std::uint64_t other =
+      derive_seed(campaign_schedule_seed(seed) ^ 0x5e1fc4ecULL, static_cast<std::uint64_t>(index));
+  const StepOutcome shuffled = run_step(setup, {sim::ScheduleKind::random, other});
+  return compare_outcomes(fifo, shuffled, "FIFO vs schedule seed " + std::to_string(other));
+}
+
+// --- shrinking: candidates are checked `jobs` at a time, and the first
+// failing one in RapidCheck's order is taken, so the result is the
+// sequential shrink's.
+
+struct Candidate {
+  rc::Shrinkable<CaseSpec> shrinkable;
+  CaseSpec spec;
+};
+
+std::vector<Candidate> next_candidates(rc::Seq<rc::Shrinkable<CaseSpec>>& sequence,
+                                       std::int32_t count) {
+  std::lock_guard lock(rapidcheck_mutex());
+  std::vector<Candidate> batch;
+  while (static_cast<std::int32_t>(batch.size()) < count) {
+    auto next = sequence.next();
+    if (!next) break;
+    CaseSpec spec = next->value();
+    batch.push_back({std::move(*next), std::move(spec)});
+  }
+  return batch;
+}
+
+std::vector<CaseVerdict> check_all(const std::vector<Candidate>& batch,
+                                   const PropertyOptions& options) {
+  std::vector<CaseVerdict> verdicts(batch.size());
+  auto check = [&](std::size_t i) { verdicts[i] = check_case(build_case(batch[i].spec), options); };
+  std::vector<std::jthread> helpers;
+  for (std::size_t i = 1; i < batch.size(); ++i) helpers.emplace_back(check, i);
+  if (!batch.empty()) check(0);
+  return verdicts;
+}
+
+// --- the block runner
+
+struct BlockWork {
+  BlockRecord record;
+  std::optional<CaseVerdict> failing_verdict;
+  bool truncated = false;  // stopped early by stop_requested: a partial block
+  bool aborted = false;    // beyond a known failure: its result is not needed
+};
+
+class Campaign {
+ public:
+  explicit Campaign(const CampaignOptions& options)
+      : options_(options), property_options_(property_options_of(options)) {}
+
+  CampaignResult run() {
+    const std::int32_t jobs = std::max(1, options_.jobs);
+    {
+      std::vector<std::jthread> workers;
+      for (std::int32_t j = 1; j < jobs; ++j) workers.emplace_back([this] { guarded_work(); });
+      guarded_work();
+    }
+    if (error_) std::rethrow_exception(error_);
+    return assemble();
+  }
+
+ private:
+  static constexpr std::int64_t kNoFailure = std::numeric_limits<std::int64_t>::max();
+
+  bool should_stop() {
+    if (stopping_.load()) return true;
+    if (options_.stop_requested && options_.stop_requested()) {
+      stopping_.store(true);
+      return true;
+    }
+    return false;
+  }
+
+  // An exception ends every worker and is rethrown on the calling thread,
+  // as the sequential loop would have thrown it.
+  void guarded_work() {
+    try {
+      work();
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      stopping_.store(true);
+    }
+  }
+
+  void work() {
+    while (!stopping_.load()) {
+      const std::int64_t slot = next_slot_.fetch_add(1);
+      const std::int64_t block = block_of_slot(options_.shard, slot);
+      if (block < 0 || block > (options_.cases - 1) / kBlockCases) return;
+      // Later slots hold later blocks: none is needed after a failure.
+      if (block * kBlockCases > failure_min_.load()) return;
+      BlockWork done = run_block(block);
+      std::lock_guard lock(mutex_);
+      cases_done_ += done.record.tally.cases_run;
+      if (options_.on_progress) {
+        const std::int64_t failure = failure_min_.load();
+        options_.on_progress(
+            {cases_done_, failure == kNoFailure ? std::nullopt : std::optional(failure)});
+      }
+      work_.emplace(slot, std::move(done));
+    }
+  }
+
+  BlockWork run_block(std::int64_t block) {
+    BlockWork work;
+    work.record.block = block;
+    const std::int64_t first = block * kBlockCases;
+    const std::int64_t end = std::min(first + kBlockCases, options_.cases);
+    for (std::int64_t index = first; index < end; ++index) {
+      if (index > failure_min_.load()) {
+        work.aborted = true;
+        break;
+      }
+      // Once a failure is known, the blocks before it must finish whatever
+      // the clock says, so that the failure is reported.
+      if (failure_min_.load() == kNoFailure && should_stop()) {
+        work.truncated = true;
+        break;
+      }
+      if (check_one(index, work)) break;
+    }
+    return work;
+  }
+
+  // Checks case `index` into the block; true if it failed.
+  bool check_one(std::int64_t index, BlockWork& work) {
+    const CaseSpec spec = generate_spec(options_.seed, index, options_.limits);
+    const CaseVerdict verdict = check_case(build_case(spec), property_options_);
+    tally(verdict, spec, work.record.tally);
+    if (options_.self_check && index % std::max<std::int64_t>(1, options_.self_check_every) == 0) {
+      ++work.record.tally.self_checked;
+      auto divergence =
+          self_check_case(options_.seed, index, options_.limits, spec, options_.mutant);
+      if (divergence && !work.record.divergence) work.record.divergence = std::move(divergence);
+    }
+    if (!failed(verdict)) return false;
+    work.record.failure_index = index;
+    work.failing_verdict = verdict;
+    std::int64_t known = failure_min_.load();
+    while (index < known && !failure_min_.compare_exchange_weak(known, index)) {
+    }
+    return true;
+  }
+
+  // The sequential run's result: blocks in slot order up to the first one
+  // that is missing, partial, aborted or failing (that one included unless
+  // aborted or missing).
+  CampaignResult assemble() {
+    CampaignResult result;
+    const BlockWork* failing = nullptr;
+    bool complete = true;
+    for (std::int64_t slot = 0;; ++slot) {
+      const auto it = work_.find(slot);
+      if (it == work_.end()) {
+        const std::int64_t block = block_of_slot(options_.shard, slot);
+        complete = block < 0 || block > (options_.cases - 1) / kBlockCases;
+        break;
+      }
+      const BlockWork& work = it->second;
+      if (work.aborted) {
+        complete = false;
+        break;
+      }
+      result.merge(work.record.tally);
+      if (work.record.divergence && !result.divergence) result.divergence = work.record.divergence;
+      result.blocks.push_back(work.record);
+      if (work.record.failure_index) {
+        failing = &work;
+        break;
+      }
+      if (work.truncated) {
+        complete = false;
+        break;
+      }
+    }
+    result.covered = covered_ranges(result.blocks);
+    if (!options_.keep_blocks) result.blocks.clear();
+    if (failing != nullptr) {
+      result.stopped_by = StopReason::failure;
+      const std::int64_t index = *failing->record.failure_index;
+      rc::Shrinkable<CaseSpec> shrinkable = [&] {
+        std::lock_guard lock(rapidcheck_mutex());
+        return generate_case(options_.seed, index, options_.limits);
+      }();
+      result.failure = shrink_failure(index, shrinkable, *failing->failing_verdict, options_);
+    } else {
+      result.stopped_by = complete ? StopReason::cases : StopReason::time;
+    }
+    return result;
+  }
+
+  const CampaignOptions& options_;
+  const PropertyOptions property_options_;
+  std::atomic<std::int64_t> next_slot_{0};
+  std::atomic<std::int64_t> failure_min_{kNoFailure};
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::int64_t cases_done_ = 0;
+  std::map<std::int64_t, BlockWork> work_;  // by slot
+  std::exception_ptr error_;
+};
+
 }  // namespace
 
-int case_size(std::int64_t index) { return static_cast<int>(index % 100); }
+void ErrorHistogram::add(double scaled_err) {
+  if (!std::isfinite(scaled_err)) {
+    ++non_finite;
+  } else if (scaled_err <= 0) {
+    ++exact;
+  } else {
+    const int exponent = static_cast<int>(std::floor(std::log10(scaled_err)));
+    const int bin = std::clamp(exponent, kMinExponent, kMaxExponent) - kMinExponent;
+    ++bins[static_cast<std::size_t>(bin)];
+  }
+}
+
+void ErrorHistogram::merge(const ErrorHistogram& other) {
+  exact += other.exact;
+  non_finite += other.non_finite;
+  for (std::size_t i = 0; i < bins.size(); ++i) bins[i] += other.bins[i];
+}
+
+std::int64_t ErrorHistogram::total() const {
+  std::int64_t sum = exact + non_finite;
+  for (const std::int64_t n : bins) sum += n;
+  return sum;
+}
+
+void Tally::merge(const Tally& other) {
+  cases_run += other.cases_run;
+  discarded += other.discarded;
+  for (const auto& [property, count] : other.property_checks) property_checks[property] += count;
+  worst_rel_err = std::max(worst_rel_err, other.worst_rel_err);
+  worst_rel_err_float = std::max(worst_rel_err_float, other.worst_rel_err_float);
+  for (const auto& [axis, values] : other.coverage) {
+    for (const auto& [value, count] : values) coverage[axis][value] += count;
+  }
+  for (const auto& [scalar, histogram] : other.error_histogram) {
+    error_histogram[scalar].merge(histogram);
+  }
+  self_checked += other.self_checked;
+}
+
+std::int64_t block_of_slot(const ShardSpec& shard, std::int64_t slot) {
+  INFONCE_ASSERT(shard.count >= 1 && shard.index >= 0 && shard.index < shard.count);
+  if (slot > (std::numeric_limits<std::int64_t>::max() - shard.index) / shard.count) return -1;
+  return shard.index + slot * shard.count;
+}
+
+std::int64_t shard_of_block(std::int64_t block, std::int64_t shard_count) {
+  return block % shard_count;
+}
+
+int case_size(std::int64_t index) {
+  return static_cast<int>(index % 100);
+}
 
 rc::Shrinkable<CaseSpec> generate_case(std::uint64_t seed, std::int64_t index,
                                        const GeneratorLimits& limits) {
   const rc::Random random(derive_seed(seed, static_cast<std::uint64_t>(index)));
   return case_spec_gen(limits)(random, case_size(index));
+}
+
+CaseSpec generate_spec(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits) {
+  std::lock_guard lock(rapidcheck_mutex());
+  return generate_case(seed, index, limits).value();
+}
+
+std::uint64_t campaign_schedule_seed(std::uint64_t seed) {
+  return derive_seed(seed, ~0ULL);
 }
 
 void add_coverage(const CaseSpec& spec, Coverage& coverage) {
@@ -86,53 +490,90 @@ void add_coverage(const CaseSpec& spec, Coverage& coverage) {
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,
                                const CaseVerdict& verdict, const CampaignOptions& options) {
   const std::string property = verdict.failures.front().property;
-  const PropertyOptions property_options{options.mutant, derive_seed(options.seed, ~0ULL)};
+  const PropertyOptions property_options = property_options_of(options);
+  const std::int32_t jobs = std::max(1, options.jobs);
   CampaignFailure failure;
   failure.case_index = index;
-  failure.original = failing.value();
   rc::Shrinkable<CaseSpec> current = failing;
+  {
+    std::lock_guard lock(rapidcheck_mutex());
+    failure.original = failing.value();
+  }
+  failure.shrunk = failure.original;
   CaseVerdict current_verdict = verdict;
   std::int32_t evaluations = 0;
   bool shrunk = true;
   while (shrunk && evaluations < options.max_shrink_evaluations) {
     shrunk = false;
-    auto candidates = current.shrinks();
-    while (auto candidate = candidates.next()) {
-      if (++evaluations > options.max_shrink_evaluations) break;
-      const CaseVerdict candidate_verdict =
-          check_case(build_case(candidate->value()), property_options);
-      if (!candidate_verdict.discarded && has_property(candidate_verdict, property)) {
-        current = *candidate;
-        current_verdict = candidate_verdict;
-        ++failure.shrink_steps;
-        shrunk = true;
-        break;
+    auto candidates = [&] {
+      std::lock_guard lock(rapidcheck_mutex());
+      return current.shrinks();
+    }();
+    while (!shrunk && evaluations < options.max_shrink_evaluations) {
+      const auto batch =
+          next_candidates(candidates, std::min(jobs, options.max_shrink_evaluations - evaluations));
+      if (batch.empty()) break;
+      const auto verdicts = check_all(batch, property_options);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        ++evaluations;
+        if (!verdicts[i].discarded && has_property(verdicts[i], property)) {
+          current = batch[i].shrinkable;
+          failure.shrunk = batch[i].spec;
+          current_verdict = verdicts[i];
+          ++failure.shrink_steps;
+          shrunk = true;
+          break;
+        }
       }
     }
   }
-  failure.shrunk = current.value();
   failure.shrunk_case = build_case(failure.shrunk);
   failure.failures = current_verdict.failures;
   failure.report = current_verdict.report;
   return failure;
 }
 
+CaseReplay replay_case(const CampaignOptions& options, std::int64_t index) {
+  CaseReplay replay;
+  rc::Shrinkable<CaseSpec> shrinkable = [&] {
+    std::lock_guard lock(rapidcheck_mutex());
+    auto generated = generate_case(options.seed, index, options.limits);
+    replay.spec = generated.value();
+    return generated;
+  }();
+  replay.verdict = check_case(build_case(replay.spec), property_options_of(options));
+  if (failed(replay.verdict)) {
+    replay.failure = shrink_failure(index, shrinkable, replay.verdict, options);
+  }
+  return replay;
+}
+
+std::optional<SelfCheckDivergence> self_check_case(std::uint64_t seed, std::int64_t index,
+                                                   const GeneratorLimits& limits,
+                                                   const CaseSpec& spec,
+                                                   const step::Mutant* mutant) {
+  auto detail = find_divergence(seed, index, limits, spec, mutant);
+  if (!detail) return std::nullopt;
+  return SelfCheckDivergence{index, *detail};
+}
+
 CampaignResult run_campaign(const CampaignOptions& options) {
-  CampaignResult result;
-  const PropertyOptions property_options{options.mutant, derive_seed(options.seed, ~0ULL)};
-  for (std::int64_t index = 0; index < options.cases; ++index) {
-    const rc::Shrinkable<CaseSpec> shrinkable = generate_case(options.seed, index, options.limits);
-    const CaseSpec spec = shrinkable.value();
-    const CaseVerdict verdict = check_case(build_case(spec), property_options);
-    ++result.cases_run;
-    add_coverage(spec, result.coverage);
-    tally(verdict, spec, result);
-    if (!verdict.discarded && !verdict.failures.empty()) {
-      result.failure = shrink_failure(index, shrinkable, verdict, options);
-      break;
+  INFONCE_ASSERT(options.cases >= 1);
+  return Campaign(options).run();
+}
+
+std::vector<IndexRange> covered_ranges(const std::vector<BlockRecord>& blocks) {
+  std::vector<IndexRange> ranges;
+  for (const BlockRecord& block : blocks) {
+    if (block.tally.cases_run == 0) continue;
+    const IndexRange range{block.first_index(), block.end_index()};
+    if (!ranges.empty() && ranges.back().end == range.begin) {
+      ranges.back().end = range.end;
+    } else {
+      ranges.push_back(range);
     }
   }
-  return result;
+  return ranges;
 }
 
 }  // namespace infonce::properties

@@ -1,0 +1,78 @@
+// A campaign's report: what was asked (seed, budget, shard, mutant), what
+// happened (the CampaignResult), and where its failure went (the saved case
+// file, the commands that reproduce it). One model, several renderings:
+// human text, JSON (`infonce-campaign/1`, which `merge` reads back), JUnit
+// XML, and an SVG/HTML picture. Every rendering is a function of the report
+// alone: no clock, no host name, no thread count.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "properties/campaign.hpp"
+
+namespace infonce::properties {
+
+inline constexpr std::string_view kReportFormat = "infonce-campaign/1";
+// Where `check` and `replay` save shrunk failures unless told otherwise.
+inline constexpr const char* kDefaultCorpusFoundDir = "corpus/found";
+
+// The shards a report covers: {1, [0]} is the whole seed space.
+struct ShardSet {
+  std::int64_t count = 1;
+  std::vector<std::int64_t> indices{0};
+  bool whole() const { return count == 1; }
+  bool operator==(const ShardSet&) const = default;
+};
+
+struct CampaignReport {
+  std::uint64_t seed = 1;
+  std::string seed_source;  // how the seed was given: "" (a number) or "commit <hex>"
+  std::string mutant;       // "": the correct system
+  std::string limits = "default";
+  std::optional<std::int64_t> case_budget;  // nullopt: none
+  std::string time_budget;                  // "": none; else as given, e.g. "10m"
+  ShardSet shards;
+  bool self_check = false;
+  CampaignResult result;
+  std::string saved_case;  // the failure's case file ("" if none was saved)
+
+  bool passed() const { return !result.failure && !result.divergence; }
+};
+
+// A word for a POSIX shell: quoted unless it is plain.
+std::string shell_word(std::string_view text);
+
+// The commands that reproduce the report's failure.
+std::vector<std::string> reproduce_commands(const CampaignReport& report);
+
+// --- JSON (infonce-campaign/1). Reading throws InputError naming the key.
+std::string report_to_json(const CampaignReport& report);
+CampaignReport report_from_json(std::string_view text);
+
+// The report of the shards together: the reports must come from the same
+// campaign (seed, mutant, limits, budget, self-check, shard count) and cover
+// different shards. When they cover every shard, the result is the unsharded
+// report, field for field. Throws InputError on a mismatch.
+CampaignReport merge_reports(const std::vector<CampaignReport>& reports);
+
+// --- renderings
+void write_report_text(std::ostream& out, const CampaignReport& report);
+void write_failure_text(std::ostream& out, const CampaignReport& report);
+void write_report_junit(std::ostream& out, const CampaignReport& report);
+void write_report_svg(std::ostream& out, const CampaignReport& report);
+void write_report_html(std::ostream& out, const CampaignReport& report);
+
+// XML attribute escaping (also replaces characters XML 1.0 forbids by '?'),
+// and the same for element text, where quotes stay as they are.
+std::string xml_escape(std::string_view text);
+std::string xml_text(std::string_view text);
+
+// CaseSpec <-> JSON (for the report's failure).
+std::string spec_to_json_text(const CaseSpec& spec);
+
+}  // namespace infonce::properties
