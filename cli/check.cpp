@@ -1,49 +1,218 @@
-// `infonce-sim check --seed N --cases K [--mutant NAME]`: the property
-// campaign outside GoogleTest. On failure: the shrunk case, written as a case
-// file, and a one-line command that reproduces it; exit 1. Standard output is
-// a function of the options alone (same seed -> same bytes).
+// `infonce-sim check`: the property campaign outside GoogleTest, as a CI tool.
+//
+//   budgets   --cases K and/or --time-budget 10m (whichever ends first)
+//   workers   --jobs N (the result does not depend on N)
+//   shards    --shard i/N (disjoint cases; `merge` recombines the reports)
+//   seeds     --seed N | 0xHEX | COMMIT | git
+//   profiles  --profile ci (fixed seed, case budget) | explore (commit seed, time budget)
+//   output    --format human|json|junit on stdout; --report FILE.{json,xml,svg,html}
+//
+// On failure: the shrunk case is saved under the corpus directory with a
+// `found` record, and the commands that reproduce it are printed; exit 1.
+// Standard output is a function of the options alone (same seed and budget:
+// same bytes), except that a time budget makes the case count the clock's;
+// the time budget and the progress line (stderr, terminals only) are the only
+// readers of the clock.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <ostream>
 #include <string>
 
 #include "casefile/case_json.hpp"
 #include "cli/case_report.hpp"
 #include "cli/command.hpp"
+#include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
+#include "properties/campaign_report.hpp"
 #include "step/mutants.hpp"
 
 namespace infonce::cli {
 namespace {
 namespace po = boost::program_options;
+using Clock = std::chrono::steady_clock;
 
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (const unsigned char ch : text) hash = (hash ^ ch) * 0x100000001b3ULL;
-  return hash;
+constexpr std::int64_t kMaxCases = 1'000'000'000'000;
+constexpr std::int64_t kCiCases = 10'000;
+constexpr const char* kExploreTime = "10m";
+
+struct CheckSettings {
+  properties::CampaignOptions campaign;
+  properties::CampaignReport report;  // the fields known before running
+  std::optional<double> time_budget_seconds;
+  OutputFormat format = OutputFormat::human;
+  std::vector<ReportFile> reports;
+  std::string corpus_dir = kDefaultCorpusFoundDir;
+  bool save_corpus = true;
+  bool before_after = false;
+};
+
+struct RawOptions {
+  std::string seed, cases, time_budget, jobs, shard, profile, mutant, limits = "default";
+  std::string format = "human", corpus_dir;
+  std::vector<std::string> reports;
+  bool no_corpus = false, before_after = false, self_check = false;
+};
+
+po::options_description check_options(RawOptions& raw) {
+  po::options_description options("options");
+  options.add_options()(
+      "seed", po::value(&raw.seed)->value_name("SEED"),
+      "campaign seed: a number, 0xHEX, a git commit hash, or 'git' (HEAD) (default 1)")(
+      "cases", po::value(&raw.cases)->value_name("K"),
+      "case budget (default 1000; none with only --time-budget)")(
+      "time-budget", po::value(&raw.time_budget)->value_name("DURATION"),
+      "stop after this long, e.g. 10m, 90s, 1h30m (the output says how many cases ran)")(
+      "jobs,j", po::value(&raw.jobs)->value_name("N"),
+      "worker threads, or 'auto' (default 1; results do not depend on it)")(
+      "shard", po::value(&raw.shard)->value_name("I/N"),
+      "run shard I of N: disjoint cases; `infonce-sim merge` joins the JSON reports")(
+      "profile", po::value(&raw.profile)->value_name("ci|explore"),
+      "ci: seed 1, 10000 cases, no clock; explore: seed from the commit, 10m, self-check")(
+      "mutant", po::value(&raw.mutant)->value_name("NAME"), "check a known-wrong variant")(
+      "limits", po::value(&raw.limits)->value_name("default|typical"), "generator distribution")(
+      "format", po::value(&raw.format)->value_name("human|json|junit"),
+      "what standard output gets (default human)")(
+      "report", po::value(&raw.reports)->value_name("FILE"),
+      "also write FILE: .json (merge input), .xml (JUnit), .svg or .html (a picture); repeatable")(
+      "corpus-dir", po::value(&raw.corpus_dir)->value_name("DIR"),
+      "where a shrunk failure is saved (default corpus/found)")(
+      "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk failure")(
+      "self-check", po::bool_switch(&raw.self_check),
+      "rerun every 16th case (generation, reference, two schedules) and compare every bit")(
+      "before-after", po::bool_switch(&raw.before_after),
+      "end with the before/after table of the fix (human format)");
+  return options;
 }
 
-// Content-derived name: the same case always gets the same file, and a
-// different case never overwrites it.
-std::filesystem::path save_case(const Case& c, const std::filesystem::path& dir) {
-  const std::string json = case_to_json(c);
-  char name[32];
-  std::snprintf(name, sizeof name, "case-%016llx.json",
-                static_cast<unsigned long long>(fnv1a(json)));
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / name;
-  write_case_file(c, path);
-  return path;
-}
-
-void print_coverage(std::ostream& out, const properties::Coverage& coverage) {
-  out << "coverage (cases per axis value):\n";
-  for (const auto& [axis, values] : coverage) {
-    out << "  " << axis << ":";
-    for (const auto& [value, count] : values) out << " " << value << "=" << count;
-    out << "\n";
+void apply_profile(const RawOptions& raw, CheckSettings& s) {
+  if (raw.profile.empty()) return;
+  if (raw.profile == "ci") {
+    if (!raw.time_budget.empty()) {
+      throw UsageError(
+          "check: --time-budget cannot be used with --profile ci (a CI run is "
+          "derandomised: a fixed seed and a case budget)");
+    }
+    if (raw.cases.empty()) s.campaign.cases = kCiCases;
+    if (raw.jobs.empty()) s.campaign.jobs = parse_jobs("check", "auto");
+  } else if (raw.profile == "explore") {
+    if (raw.seed.empty()) {
+      const SeedChoice seed = parse_seed("check", "git");
+      s.campaign.seed = seed.seed;
+      s.report.seed_source = seed.source;
+    }
+    if (raw.time_budget.empty()) {
+      s.time_budget_seconds = parse_duration_seconds("check", kExploreTime);
+      s.report.time_budget = kExploreTime;
+      if (raw.cases.empty()) s.campaign.cases = properties::kUnboundedCases;
+    }
+    if (raw.jobs.empty()) s.campaign.jobs = parse_jobs("check", "auto");
+    s.campaign.self_check = true;
+  } else {
+    throw UsageError("check: --profile must be 'ci' or 'explore', not '" + raw.profile + "'");
   }
 }
+
+CheckSettings settle(const RawOptions& raw) {
+  CheckSettings s;
+  s.campaign.limits = parse_limits("check", raw.limits);
+  s.report.limits = raw.limits;
+  s.campaign.mutant = parse_mutant("check", raw.mutant);
+  s.report.mutant = s.campaign.mutant ? std::string(s.campaign.mutant->name) : "";
+  if (!raw.seed.empty()) {
+    const SeedChoice seed = parse_seed("check", raw.seed);
+    s.campaign.seed = seed.seed;
+    s.report.seed_source = seed.source;
+  }
+  if (!raw.cases.empty()) s.campaign.cases = parse_count("check", "--cases", raw.cases, kMaxCases);
+  if (!raw.time_budget.empty()) {
+    s.time_budget_seconds = parse_duration_seconds("check", raw.time_budget);
+    s.report.time_budget = raw.time_budget;
+    if (raw.cases.empty()) s.campaign.cases = properties::kUnboundedCases;
+  }
+  if (!raw.jobs.empty()) s.campaign.jobs = parse_jobs("check", raw.jobs);
+  if (!raw.shard.empty()) s.campaign.shard = parse_shard("check", raw.shard);
+  s.campaign.self_check = raw.self_check;
+  apply_profile(raw, s);
+  s.format = parse_format("check", raw.format);
+  for (const std::string& file : raw.reports) s.reports.push_back(parse_report_file("check", file));
+  if (!raw.corpus_dir.empty()) s.corpus_dir = raw.corpus_dir;
+  if (raw.no_corpus && !raw.corpus_dir.empty()) {
+    throw UsageError("check: --no-corpus and --corpus-dir contradict each other");
+  }
+  s.save_corpus = !raw.no_corpus;
+  if (s.save_corpus) check_writable_dir("check", "--corpus-dir", s.corpus_dir);
+  s.before_after = raw.before_after;
+  if (s.before_after && s.format != OutputFormat::human) {
+    throw UsageError("check: --before-after needs --format human");
+  }
+  s.campaign.keep_blocks = s.campaign.shard.count > 1;
+  s.report.seed = s.campaign.seed;
+  if (s.campaign.cases != properties::kUnboundedCases) s.report.case_budget = s.campaign.cases;
+  s.report.shards = {s.campaign.shard.count, {s.campaign.shard.index}};
+  s.report.self_check = s.campaign.self_check;
+  return s;
+}
+
+// "1:02:03" or "2:03".
+std::string clock_text(double seconds) {
+  const auto total = static_cast<std::int64_t>(seconds + 0.5);
+  char text[32];
+  if (total >= 3600) {
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", static_cast<long long>(total / 3600),
+                  static_cast<long long>(total / 60 % 60), static_cast<long long>(total % 60));
+  } else {
+    std::snprintf(text, sizeof text, "%lld:%02lld", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+  }
+  return text;
+}
+
+// The progress line: stderr, only on a terminal, at most ~5 times a second.
+class Progress {
+ public:
+  Progress(std::ostream& err, const CheckSettings& s)
+      : err_(err),
+        enabled_(::isatty(STDERR_FILENO) == 1),
+        start_(Clock::now()),
+        cases_(s.campaign.cases),
+        time_budget_(s.time_budget_seconds) {}
+
+  void update(const properties::CampaignProgress& p) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(p.cases_done) / elapsed : 0;
+    std::optional<double> eta;
+    if (cases_ != properties::kUnboundedCases && rate > 0) {
+      eta = static_cast<double>(cases_ - p.cases_done) / rate;
+    }
+    if (time_budget_) eta = std::min(eta.value_or(*time_budget_), *time_budget_ - elapsed);
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "\r\x1b[Kcheck: %lld cases, %d failure%s, %.0f cases/s, ETA %s",
+                  static_cast<long long>(p.cases_done), p.failure_index ? 1 : 0,
+                  p.failure_index ? " (finishing the cases before it)" : "s", rate,
+                  eta ? clock_text(std::max(0.0, *eta)).c_str() : "?");
+    err_ << line << std::flush;
+    shown_ = true;
+  }
+
+  void finish() {
+    if (shown_) err_ << "\r\x1b[K" << std::flush;
+  }
+
+ private:
+  std::ostream& err_;
+  bool enabled_;
+  Clock::time_point start_, last_{};
+  std::int64_t cases_;
+  std::optional<double> time_budget_;
+  bool shown_ = false;
+};
 
 // The seed's table, for representative cases: before and after the fix.
 void print_representative_before_after(std::ostream& out) {
@@ -52,8 +221,8 @@ void print_representative_before_after(std::ostream& out) {
     bool use_batch;
   };
   std::vector<BeforeAfterRow> rows;
-  for (const Mesh mesh : {Mesh{2, 2, true}, {4, 2, true}, {4, 4, true}, {8, 4, true},
-                          {4, 2, false}}) {
+  for (const Mesh mesh :
+       {Mesh{2, 2, true}, {4, 2, true}, {4, 4, true}, {8, 4, true}, {4, 2, false}}) {
     properties::CaseSpec spec;
     spec.world = mesh.world;
     spec.dp = mesh.dp;
@@ -76,69 +245,69 @@ void print_representative_before_after(std::ostream& out) {
   print_before_after(out, rows);
 }
 
-void print_failure(std::ostream& out, const properties::CampaignFailure& failure,
-                   const std::filesystem::path& saved, const std::string& mutant) {
-  out << "FAILED at case " << failure.case_index << " (shrunk in " << failure.shrink_steps
-      << " steps)\n  original: " << properties::describe(failure.original)
-      << "\n  shrunk:   " << properties::describe(failure.shrunk) << "\n";
-  for (const auto& f : failure.failures) out << "  " << f.property << ": " << f.detail << "\n";
-  out << "  saved:    " << saved.string() << "\n  reproduce: infonce-sim run --case "
-      << saved.string() << (mutant.empty() ? "" : " --mutant " + mutant) << "\n";
+properties::CampaignResult run(CheckSettings& s, std::ostream& err) {
+  Progress progress(err, s);
+  s.campaign.on_progress = [&](const properties::CampaignProgress& p) { progress.update(p); };
+  if (s.time_budget_seconds) {
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(*s.time_budget_seconds));
+    s.campaign.stop_requested = [deadline] { return Clock::now() >= deadline; };
+  }
+  properties::CampaignResult result = properties::run_campaign(s.campaign);
+  progress.finish();
+  return result;
+}
+
+// The record a corpus file keeps of how it was found.
+Finding finding_of(const CheckSettings& s, const properties::CampaignFailure& failure) {
+  Finding found;
+  if (!s.report.mutant.empty()) found.mutant = s.report.mutant;
+  found.property = failure.failures.front().property;
+  found.seed = s.report.seed;
+  found.case_index = failure.case_index;
+  found.limits = s.report.limits;
+  return found;
+}
+
+void print(std::ostream& out, const CheckSettings& s, const properties::CampaignReport& report) {
+  switch (s.format) {
+    case OutputFormat::human:
+      properties::write_report_text(out, report);
+      if (s.before_after && report.passed()) print_representative_before_after(out);
+      break;
+    case OutputFormat::json:
+      out << properties::report_to_json(report);
+      break;
+    case OutputFormat::junit:
+      properties::write_report_junit(out, report);
+      break;
+  }
 }
 
 int run_check(const CommandContext& context) {
-  std::uint64_t seed = 1;
-  std::int64_t cases = 1000;
-  std::string mutant_name, limits_name = "default", corpus_dir = "corpus/found";
-  bool before_after = false;
-  po::options_description options("options");
-  options.add_options()("seed", po::value(&seed)->value_name("N"), "campaign seed (default 1)")(
-      "cases", po::value(&cases)->value_name("K"), "number of generated cases (default 1000)")(
-      "mutant", po::value(&mutant_name)->value_name("NAME"), "check a known-wrong variant")(
-      "limits", po::value(&limits_name)->value_name("default|typical"), "generator distribution")(
-      "corpus-dir", po::value(&corpus_dir)->value_name("DIR"),
-      "where a shrunk failure is saved (default corpus/found)")(
-      "before-after", po::bool_switch(&before_after), "end with the before/after table of the fix");
-  const auto values = parse_command_options(context, options);
+  RawOptions raw;
+  const auto values = parse_command_options(context, check_options(raw));
   if (!values) return kExitOk;
-  if (cases < 1) throw UsageError("check: --cases must be at least 1 (a campaign of no case proves nothing)");
-  properties::CampaignOptions campaign;
-  campaign.seed = seed;
-  campaign.cases = cases;
-  if (limits_name == "typical") {
-    campaign.limits = properties::typical_limits();
-  } else if (limits_name != "default") {
-    throw UsageError("check: --limits must be 'default' or 'typical', not '" + limits_name + "'");
+  CheckSettings s = settle(raw);
+  properties::CampaignReport report = s.report;
+  report.result = run(s, context.err);
+  if (report.result.failure) {
+    auto& failure = *report.result.failure;
+    failure.shrunk_case.found = finding_of(s, failure);
+    if (s.save_corpus)
+      report.saved_case = save_corpus_case(failure.shrunk_case, s.corpus_dir).string();
   }
-  if (!mutant_name.empty()) {
-    campaign.mutant = step::find_mutant(mutant_name);
-    if (campaign.mutant == nullptr) {
-      throw UsageError("check: unknown --mutant '" + mutant_name + "' (see `infonce-sim mutants`)");
-    }
-  }
-  const properties::CampaignResult result = properties::run_campaign(campaign);
-  context.out << "check: seed " << seed << ", " << result.cases_run << " cases ("
-              << result.discarded << " discarded), mutant "
-              << (mutant_name.empty() ? "none" : mutant_name) << "\n";
-  for (const auto& [property, count] : result.property_checks) {
-    context.out << "  " << property << ": checked " << count << " times\n";
-  }
-  print_coverage(context.out, result.coverage);
-  if (result.failure) {
-    const auto saved = save_case(result.failure->shrunk_case, corpus_dir);
-    print_failure(context.out, *result.failure, saved, mutant_name);
-    return kExitCheckFailed;
-  }
-  char worst[128];
-  std::snprintf(worst, sizeof worst, "worst gradient rel_err: float64 %.3e, float32 %.3e\n",
-                result.worst_rel_err, result.worst_rel_err_float);
-  context.out << "PASSED: every property held on every case\n" << worst;
-  if (before_after) print_representative_before_after(context.out);
-  return kExitOk;
+  print(context.out, s, report);
+  for (const ReportFile& file : s.reports) write_report_file(file, report);
+  return report.passed() ? kExitOk : kExitCheckFailed;
 }
 
 const RegisterCommand kCheck{
-    {"check", "--seed N --cases K [--mutant NAME] [--limits default|typical] [--before-after]",
+    {"check",
+     "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
+     "ci|explore] "
+     "[--mutant NAME] [--format human|json|junit] [--report FILE]... [--self-check] "
+     "[--before-after]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};
 
 }  // namespace

@@ -1,0 +1,166 @@
+// `infonce-sim replay`: reproduce one failure exactly.
+//
+//   replay --seed S --case-index I [--mutant NAME] [--limits L]
+//       regenerates case I of seed S, checks it as the campaign did and, if it
+//       fails, shrinks it the same way: the same shrunk case, the same lines
+//       as `check` printed (and the same corpus file, saved again or found).
+//   replay FILE [--mutant NAME|none]
+//       checks a case file (e.g. a corpus entry) against every property, under
+//       the mutant its `found` record names unless --mutant says otherwise.
+// Exit 1 when the case fails (the failure is reproduced), 0 when it passes.
+#include <ostream>
+#include <string>
+
+#include "base/error.hpp"
+#include "casefile/case_json.hpp"
+#include "cli/command.hpp"
+#include "cli/tool_options.hpp"
+#include "properties/campaign.hpp"
+#include "properties/campaign_report.hpp"
+#include "step/mutants.hpp"
+
+namespace infonce::cli {
+namespace {
+namespace po = boost::program_options;
+
+constexpr std::int64_t kMaxCaseIndex = 1'000'000'000'000'000;
+
+std::int64_t parse_case_index(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 16 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoll(text) > kMaxCaseIndex) {
+    throw UsageError("replay: --case-index must be a whole number >= 0, not '" +
+                     text.substr(0, 40) + "'");
+  }
+  return std::stoll(text);
+}
+
+struct RawOptions {
+  std::string seed, case_index, mutant, limits = "default", corpus_dir;
+  bool no_corpus = false;
+  std::vector<std::string> files;
+};
+
+int replay_generated(const CommandContext& context, const RawOptions& raw) {
+  if (raw.seed.empty() || raw.case_index.empty()) {
+    throw UsageError("replay: give a case FILE, or both --seed S and --case-index I");
+  }
+  if (raw.no_corpus && !raw.corpus_dir.empty()) {
+    throw UsageError("replay: --no-corpus and --corpus-dir contradict each other");
+  }
+  const SeedChoice seed = parse_seed("replay", raw.seed);
+  const std::int64_t index = parse_case_index(raw.case_index);
+  properties::CampaignOptions options;
+  options.seed = seed.seed;
+  options.limits = parse_limits("replay", raw.limits);
+  options.mutant = parse_mutant("replay", raw.mutant);
+  const std::string corpus_dir = raw.corpus_dir.empty() ? kDefaultCorpusFoundDir : raw.corpus_dir;
+  if (!raw.no_corpus) check_writable_dir("replay", "--corpus-dir", corpus_dir);
+
+  const properties::CaseReplay replay = properties::replay_case(options, index);
+  context.out << "replay: seed " << seed.seed << ", case " << index << ", mutant "
+              << (options.mutant ? std::string(options.mutant->name) : "none") << "\n"
+              << "  case:     " << properties::describe(replay.spec) << "\n";
+  if (replay.verdict.discarded) {
+    context.out << "DISCARDED: the reference rejects this case (" << replay.verdict.discard_reason
+                << "); the campaign skips it\n";
+    return kExitOk;
+  }
+  if (!replay.failure) {
+    context.out << "PASSED: every property held on this case\n";
+    return kExitOk;
+  }
+  properties::CampaignReport report;
+  report.seed = seed.seed;
+  report.mutant = options.mutant ? std::string(options.mutant->name) : "";
+  report.limits = raw.limits;
+  report.result.failure = replay.failure;
+  auto& failure = *report.result.failure;
+  Finding found;
+  if (options.mutant) found.mutant = report.mutant;
+  found.property = failure.failures.front().property;
+  found.seed = seed.seed;
+  found.case_index = index;
+  found.limits = raw.limits;
+  failure.shrunk_case.found = found;
+  if (!raw.no_corpus)
+    report.saved_case = save_corpus_case(failure.shrunk_case, corpus_dir).string();
+  properties::write_failure_text(context.out, report);
+  return kExitCheckFailed;
+}
+
+int replay_file(const CommandContext& context, const RawOptions& raw) {
+  if (!raw.seed.empty() || !raw.case_index.empty() || raw.limits != "default" ||
+      !raw.corpus_dir.empty() || raw.no_corpus) {
+    throw UsageError(
+        "replay: a case FILE takes only --mutant (--seed, --case-index, --limits "
+        "and the corpus options regenerate a case instead)");
+  }
+  const std::string& path = raw.files.front();
+  const Case c = read_case_file(path);
+  const step::Mutant* mutant = nullptr;
+  std::string mutant_origin;
+  if (!raw.mutant.empty()) {
+    mutant = parse_mutant("replay", raw.mutant);
+    mutant_origin = "--mutant";
+  } else if (c.found && c.found->mutant) {
+    mutant = step::find_mutant(*c.found->mutant);
+    if (mutant == nullptr) {
+      throw InputError(path + ": found.mutant: '" + *c.found->mutant +
+                       "' is not a known mutant (see `infonce-sim mutants`)");
+    }
+    mutant_origin = "the file's found record";
+  }
+  const std::uint64_t seed = c.found ? c.found->seed : 1;
+  const properties::CaseVerdict verdict =
+      properties::check_case(c, {mutant, properties::campaign_schedule_seed(seed)});
+  context.out << "replay: " << path << "\n";
+  if (c.found) {
+    context.out << "  found:    seed " << c.found->seed << ", case " << c.found->case_index
+                << ", property " << c.found->property << ", limits " << c.found->limits << "\n";
+  }
+  context.out << "  mutant:   "
+              << (mutant ? std::string(mutant->name) + " (from " + mutant_origin + ")" : "none")
+              << "\n";
+  if (verdict.discarded) {
+    throw InputError(path + ": the reference rejects the case: " + verdict.discard_reason);
+  }
+  for (const auto& f : verdict.failures)
+    context.out << "  " << f.property << ": " << f.detail << "\n";
+  if (verdict.failures.empty()) {
+    context.out << "PASSED: every property held on this case\n";
+    return kExitOk;
+  }
+  context.out << "FAILED: " << verdict.failures.size() << " propert"
+              << (verdict.failures.size() == 1 ? "y fails" : "ies fail") << " on this case\n";
+  return kExitCheckFailed;
+}
+
+int run_replay(const CommandContext& context) {
+  RawOptions raw;
+  po::options_description options("options");
+  options.add_options()("seed", po::value(&raw.seed)->value_name("SEED"),
+                        "the campaign seed (as check takes it)")(
+      "case-index", po::value(&raw.case_index)->value_name("I"), "the failing case's index")(
+      "mutant", po::value(&raw.mutant)->value_name("NAME"),
+      "the known-wrong variant ('none': the correct step, even if the file names a mutant)")(
+      "limits", po::value(&raw.limits)->value_name("default|typical"), "generator distribution")(
+      "corpus-dir", po::value(&raw.corpus_dir)->value_name("DIR"),
+      "where the shrunk case is saved (default corpus/found)")(
+      "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk case");
+  const auto values = parse_options_and_words(context, options, "file", 1);
+  if (!values) return kExitOk;
+  if (values->count("file")) {
+    raw.files = (*values)["file"].as<std::vector<std::string>>();
+    return replay_file(context, raw);
+  }
+  return replay_generated(context, raw);
+}
+
+const RegisterCommand kReplay{
+    {"replay", "--seed SEED --case-index I [--mutant NAME] [--limits L] | FILE [--mutant NAME]",
+     "reproduce a campaign's failure exactly: regenerate and shrink case I, or check a case file",
+     run_replay}};
+
+}  // namespace
+}  // namespace infonce::cli

@@ -1,0 +1,80 @@
+// Option values shared by the campaign commands (check, replay, merge,
+// corpus): each parser takes the text a user typed and either returns the
+// value or throws UsageError with one line naming the command and option.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "casefile/case.hpp"
+#include "cli/command.hpp"
+#include "properties/campaign.hpp"
+#include "properties/campaign_report.hpp"
+
+namespace infonce::cli {
+
+// Like parse_command_options, plus positional words collected into
+// `positional_name` (a vector<string> option, at most `max_count`; -1: any).
+std::optional<boost::program_options::variables_map> parse_options_and_words(
+    const CommandContext& context, boost::program_options::options_description options,
+    const std::string& positional_name, int max_count);
+
+struct SeedChoice {
+  std::uint64_t seed = 1;
+  std::string source;  // "" for a number; "commit <hex>" for a commit
+};
+
+// "123" (decimal), "0x1f" (hex number), "3f2a9c1" or "commit:3f2a9c1" (a git
+// commit, 7 to 64 hex digits: its first 7 name the seed, so a short and a
+// full hash give the same campaign), "git" (`git rev-parse HEAD`).
+SeedChoice parse_seed(std::string_view command, std::string_view text);
+// The seed of a commit hash (7 to 64 hex digits).
+std::uint64_t seed_of_commit(std::string_view hex);
+
+// A positive count within [1, max]: "--cases 0" is an error.
+std::int64_t parse_count(std::string_view command, std::string_view option, std::string_view text,
+                         std::int64_t max);
+// "10m", "90s", "1h30m", "500ms": whole numbers with units; > 0, at most 30 days.
+double parse_duration_seconds(std::string_view command, std::string_view text);
+// "i/N", 0 <= i < N.
+properties::ShardSpec parse_shard(std::string_view command, std::string_view text);
+// A number of threads, or "auto" (the hardware's).
+std::int32_t parse_jobs(std::string_view command, std::string_view text);
+properties::GeneratorLimits parse_limits(std::string_view command, std::string_view text);
+// nullptr for "" (no mutant); UsageError for an unknown name.
+const step::Mutant* parse_mutant(std::string_view command, std::string_view text);
+
+enum class OutputFormat { human, json, junit };
+OutputFormat parse_format(std::string_view command, std::string_view text);
+
+// A report file named on the command line; its kind comes from the extension.
+enum class ReportKind { json, junit, svg, html };
+struct ReportFile {
+  std::filesystem::path path;
+  ReportKind kind;
+};
+// Checks, before any work is done, that the file can be written.
+ReportFile parse_report_file(std::string_view command, const std::string& text);
+// Writes the rendering atomically (a temporary file renamed over it).
+void write_report_file(const ReportFile& file, const properties::CampaignReport& report);
+void write_text_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+// Checks that `dir` exists as a directory or could be created.
+void check_writable_dir(std::string_view command, std::string_view option,
+                        const std::filesystem::path& dir);
+
+// Saves a case (with its `found` record) under `dir` as case-<hash>.json,
+// the hash over the case without `found`: the same case always gets the same
+// file, an existing file is never overwritten by a different case (a
+// different case under the same hash gets a -1, -2 ... suffix).
+std::filesystem::path save_corpus_case(const Case& c, const std::filesystem::path& dir);
+
+using properties::kDefaultCorpusFoundDir;
+
+}  // namespace infonce::cli
