@@ -1044,7 +1044,8 @@ def main(argv):
     args = parser.parse_args(argv)  # exits 2 on bad usage
 
     if torch is None:
-        print("SKIPPED: torch not importable")
+        print(f"SKIPPED: torch not importable by {sys.executable} (Debian's python3-torch: "
+              "INFONCE_WITH_TORCH=1 scripts/setup.sh installs it)")
         return EXIT_SKIPPED
     torch.set_num_threads(1)
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
