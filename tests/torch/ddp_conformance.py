@@ -235,7 +235,8 @@ def _parse_expect(obj, rows, cols):
 def parse_case(obj):
     top = ("format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
            "accumulation", "rng", "batches")
-    _check_keys(obj, "", top, ("padding_draws", "expect", "dtype"))
+    # "found" (how a property campaign found the case) is metadata: not read here.
+    _check_keys(obj, "", top, ("padding_draws", "expect", "dtype", "found"))
     if obj["format"] != "infonce-case/1":
         raise CaseError("format: expected infonce-case/1")
     _check_keys(obj["mesh"], "mesh.", ("world", "dp"))
