@@ -62,8 +62,12 @@ CaseSpec generate(const GeneratorLimits& limits) {
   spec.scalar = flip() ? ScalarType::float32 : ScalarType::float64;
   spec.data_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
   spec.rng_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
-  spec.feature_dim = pick_sized(1, limits.max_dim);
-  spec.embedding_dim = pick_sized(1, limits.max_dim);
+  // Normalised embeddings of F = 1 or D = 1 are all collinear (+-u): every
+  // similarity is +-1 whatever W is, the exact gradient is zero, and a case
+  // would compare rounding noise only. So normalised cases start at 2.
+  const int min_dim = spec.normalize ? 2 : 1;
+  spec.feature_dim = pick_sized(min_dim, std::max(min_dim, limits.max_dim));
+  spec.embedding_dim = pick_sized(min_dim, std::max(min_dim, limits.max_dim));
   const bool equal_negatives = flip();
 
   spec.dp = pick_log_uniform(limits.max_world);
