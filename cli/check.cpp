@@ -48,35 +48,40 @@ struct CheckSettings {
   bool before_after = false;
 };
 
+// What was typed; an option given as "" is still given (and then invalid).
 struct RawOptions {
-  std::string seed, cases, time_budget, jobs, shard, profile, mutant, limits = "default";
-  std::string format = "human", corpus_dir;
+  std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
+      corpus_dir;
   std::vector<std::string> reports;
   bool no_corpus = false, before_after = false, self_check = false;
 };
 
+void take(const po::variables_map& values, const char* key, std::optional<std::string>& into) {
+  if (values.count(key)) into = values[key].as<std::string>();
+}
+
 po::options_description check_options(RawOptions& raw) {
   po::options_description options("options");
   options.add_options()(
-      "seed", po::value(&raw.seed)->value_name("SEED"),
+      "seed", po::value<std::string>()->value_name("SEED"),
       "campaign seed: a number, 0xHEX, a git commit hash, or 'git' (HEAD) (default 1)")(
-      "cases", po::value(&raw.cases)->value_name("K"),
+      "cases", po::value<std::string>()->value_name("K"),
       "case budget (default 1000; none with only --time-budget)")(
-      "time-budget", po::value(&raw.time_budget)->value_name("DURATION"),
+      "time-budget", po::value<std::string>()->value_name("DURATION"),
       "stop after this long, e.g. 10m, 90s, 1h30m (the output says how many cases ran)")(
-      "jobs,j", po::value(&raw.jobs)->value_name("N"),
+      "jobs,j", po::value<std::string>()->value_name("N"),
       "worker threads, or 'auto' (default 1; results do not depend on it)")(
-      "shard", po::value(&raw.shard)->value_name("I/N"),
+      "shard", po::value<std::string>()->value_name("I/N"),
       "run shard I of N: disjoint cases; `infonce-sim merge` joins the JSON reports")(
-      "profile", po::value(&raw.profile)->value_name("ci|explore"),
+      "profile", po::value<std::string>()->value_name("ci|explore"),
       "ci: seed 1, 10000 cases, no clock; explore: seed from the commit, 10m, self-check")(
-      "mutant", po::value(&raw.mutant)->value_name("NAME"), "check a known-wrong variant")(
-      "limits", po::value(&raw.limits)->value_name("default|typical"), "generator distribution")(
-      "format", po::value(&raw.format)->value_name("human|json|junit"),
+      "mutant", po::value<std::string>()->value_name("NAME"), "check a known-wrong variant")(
+      "limits", po::value<std::string>()->value_name("default|typical"), "generator distribution")(
+      "format", po::value<std::string>()->value_name("human|json|junit"),
       "what standard output gets (default human)")(
       "report", po::value(&raw.reports)->value_name("FILE"),
       "also write FILE: .json (merge input), .xml (JUnit), .svg or .html (a picture); repeatable")(
-      "corpus-dir", po::value(&raw.corpus_dir)->value_name("DIR"),
+      "corpus-dir", po::value<std::string>()->value_name("DIR"),
       "where a shrunk failure is saved (default corpus/found)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk failure")(
       "self-check", po::bool_switch(&raw.self_check),
@@ -86,60 +91,77 @@ po::options_description check_options(RawOptions& raw) {
   return options;
 }
 
+void take_all(const po::variables_map& values, RawOptions& raw) {
+  take(values, "seed", raw.seed);
+  take(values, "cases", raw.cases);
+  take(values, "time-budget", raw.time_budget);
+  take(values, "jobs", raw.jobs);
+  take(values, "shard", raw.shard);
+  take(values, "profile", raw.profile);
+  take(values, "mutant", raw.mutant);
+  take(values, "limits", raw.limits);
+  take(values, "format", raw.format);
+  take(values, "corpus-dir", raw.corpus_dir);
+}
+
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
-  if (raw.profile.empty()) return;
-  if (raw.profile == "ci") {
-    if (!raw.time_budget.empty()) {
+  if (!raw.profile) return;
+  if (*raw.profile == "ci") {
+    if (raw.time_budget) {
       throw UsageError(
           "check: --time-budget cannot be used with --profile ci (a CI run is "
           "derandomised: a fixed seed and a case budget)");
     }
-    if (raw.cases.empty()) s.campaign.cases = kCiCases;
-    if (raw.jobs.empty()) s.campaign.jobs = parse_jobs("check", "auto");
-  } else if (raw.profile == "explore") {
-    if (raw.seed.empty()) {
+    if (!raw.cases) s.campaign.cases = kCiCases;
+    if (!raw.jobs) s.campaign.jobs = parse_jobs("check", "auto");
+  } else if (*raw.profile == "explore") {
+    if (!raw.seed) {
       const SeedChoice seed = parse_seed("check", "git");
       s.campaign.seed = seed.seed;
       s.report.seed_source = seed.source;
     }
-    if (raw.time_budget.empty()) {
+    if (!raw.time_budget) {
       s.time_budget_seconds = parse_duration_seconds("check", kExploreTime);
       s.report.time_budget = kExploreTime;
-      if (raw.cases.empty()) s.campaign.cases = properties::kUnboundedCases;
+      if (!raw.cases) s.campaign.cases = properties::kUnboundedCases;
     }
-    if (raw.jobs.empty()) s.campaign.jobs = parse_jobs("check", "auto");
+    if (!raw.jobs) s.campaign.jobs = parse_jobs("check", "auto");
     s.campaign.self_check = true;
   } else {
-    throw UsageError("check: --profile must be 'ci' or 'explore', not '" + raw.profile + "'");
+    throw UsageError("check: --profile must be 'ci' or 'explore', not '" +
+                     raw.profile->substr(0, 40) + "'");
   }
 }
 
 CheckSettings settle(const RawOptions& raw) {
   CheckSettings s;
-  s.campaign.limits = parse_limits("check", raw.limits);
-  s.report.limits = raw.limits;
-  s.campaign.mutant = parse_mutant("check", raw.mutant);
+  s.report.limits = raw.limits.value_or("default");
+  s.campaign.limits = parse_limits("check", s.report.limits);
+  s.campaign.mutant = parse_mutant("check", raw.mutant.value_or(""));
   s.report.mutant = s.campaign.mutant ? std::string(s.campaign.mutant->name) : "";
-  if (!raw.seed.empty()) {
-    const SeedChoice seed = parse_seed("check", raw.seed);
+  if (raw.seed) {
+    const SeedChoice seed = parse_seed("check", *raw.seed);
     s.campaign.seed = seed.seed;
     s.report.seed_source = seed.source;
   }
-  if (!raw.cases.empty()) s.campaign.cases = parse_count("check", "--cases", raw.cases, kMaxCases);
-  if (!raw.time_budget.empty()) {
-    s.time_budget_seconds = parse_duration_seconds("check", raw.time_budget);
-    s.report.time_budget = raw.time_budget;
-    if (raw.cases.empty()) s.campaign.cases = properties::kUnboundedCases;
+  if (raw.cases) s.campaign.cases = parse_count("check", "--cases", *raw.cases, kMaxCases);
+  if (raw.time_budget) {
+    s.time_budget_seconds = parse_duration_seconds("check", *raw.time_budget);
+    s.report.time_budget = *raw.time_budget;
+    if (!raw.cases) s.campaign.cases = properties::kUnboundedCases;
   }
-  if (!raw.jobs.empty()) s.campaign.jobs = parse_jobs("check", raw.jobs);
-  if (!raw.shard.empty()) s.campaign.shard = parse_shard("check", raw.shard);
+  if (raw.jobs) s.campaign.jobs = parse_jobs("check", *raw.jobs);
+  if (raw.shard) s.campaign.shard = parse_shard("check", *raw.shard);
   s.campaign.self_check = raw.self_check;
   apply_profile(raw, s);
-  s.format = parse_format("check", raw.format);
+  s.format = parse_format("check", raw.format.value_or("human"));
   for (const std::string& file : raw.reports) s.reports.push_back(parse_report_file("check", file));
-  if (!raw.corpus_dir.empty()) s.corpus_dir = raw.corpus_dir;
-  if (raw.no_corpus && !raw.corpus_dir.empty()) {
+  if (raw.no_corpus && raw.corpus_dir) {
     throw UsageError("check: --no-corpus and --corpus-dir contradict each other");
+  }
+  if (raw.corpus_dir) {
+    if (raw.corpus_dir->empty()) throw UsageError("check: --corpus-dir must not be empty");
+    s.corpus_dir = *raw.corpus_dir;
   }
   s.save_corpus = !raw.no_corpus;
   if (s.save_corpus) check_writable_dir("check", "--corpus-dir", s.corpus_dir);
@@ -288,6 +310,7 @@ int run_check(const CommandContext& context) {
   RawOptions raw;
   const auto values = parse_command_options(context, check_options(raw));
   if (!values) return kExitOk;
+  take_all(*values, raw);
   CheckSettings s = settle(raw);
   properties::CampaignReport report = s.report;
   report.result = run(s, context.err);

@@ -37,16 +37,20 @@ std::int64_t parse_case_index(const std::string& text) {
 
 struct RawOptions {
   std::string seed, case_index, mutant, limits = "default", corpus_dir;
+  bool given_seed = false, given_index = false, given_limits = false, given_corpus_dir = false;
   bool no_corpus = false;
   std::vector<std::string> files;
 };
 
 int replay_generated(const CommandContext& context, const RawOptions& raw) {
-  if (raw.seed.empty() || raw.case_index.empty()) {
+  if (!raw.given_seed || !raw.given_index) {
     throw UsageError("replay: give a case FILE, or both --seed S and --case-index I");
   }
-  if (raw.no_corpus && !raw.corpus_dir.empty()) {
+  if (raw.no_corpus && raw.given_corpus_dir) {
     throw UsageError("replay: --no-corpus and --corpus-dir contradict each other");
+  }
+  if (raw.given_corpus_dir && raw.corpus_dir.empty()) {
+    throw UsageError("replay: --corpus-dir must not be empty");
   }
   const SeedChoice seed = parse_seed("replay", raw.seed);
   const std::int64_t index = parse_case_index(raw.case_index);
@@ -90,8 +94,8 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
 }
 
 int replay_file(const CommandContext& context, const RawOptions& raw) {
-  if (!raw.seed.empty() || !raw.case_index.empty() || raw.limits != "default" ||
-      !raw.corpus_dir.empty() || raw.no_corpus) {
+  if (raw.given_seed || raw.given_index || raw.given_limits || raw.given_corpus_dir ||
+      raw.no_corpus) {
     throw UsageError(
         "replay: a case FILE takes only --mutant (--seed, --case-index, --limits "
         "and the corpus options regenerate a case instead)");
@@ -150,6 +154,10 @@ int run_replay(const CommandContext& context) {
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk case");
   const auto values = parse_options_and_words(context, options, "file", 1);
   if (!values) return kExitOk;
+  raw.given_seed = values->count("seed") > 0;
+  raw.given_index = values->count("case-index") > 0;
+  raw.given_limits = values->count("limits") > 0;
+  raw.given_corpus_dir = values->count("corpus-dir") > 0;
   if (values->count("file")) {
     raw.files = (*values)["file"].as<std::vector<std::string>>();
     return replay_file(context, raw);

@@ -76,6 +76,15 @@ std::string head_commit(std::string_view command) {
   return lower(hash);
 }
 
+// What makes two corpus entries the same: the case, and the mutant it
+// guards against (the seed and index that found it do not matter).
+std::string corpus_identity(const Case& c) {
+  Case bare = c;
+  bare.found.reset();
+  const bool mutant = c.found && c.found->mutant;
+  return case_to_json(bare) + "guards: " + (mutant ? *c.found->mutant : std::string("-"));
+}
+
 std::string temporary_sibling(const fs::path& path) {
   return path.string() + ".tmp-" + std::to_string(::getpid());
 }
@@ -343,9 +352,7 @@ void write_report_file(const ReportFile& file, const properties::CampaignReport&
 }
 
 std::filesystem::path save_corpus_case(const Case& c, const fs::path& dir) {
-  Case bare = c;
-  bare.found.reset();
-  const std::string identity = case_to_json(bare);
+  const std::string identity = corpus_identity(c);
   std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a
   for (const unsigned char ch : identity) hash = (hash ^ ch) * 0x100000001b3ULL;
   char stem[32];
@@ -362,9 +369,7 @@ std::filesystem::path save_corpus_case(const Case& c, const fs::path& dir) {
       return path;
     }
     try {
-      Case existing = read_case_file(path);
-      existing.found.reset();
-      if (case_to_json(existing) == identity) return path;  // already there: keep its record
+      if (corpus_identity(read_case_file(path)) == identity) return path;  // already there
     } catch (const InputError&) {
       // An unreadable file is a different case: never overwritten.
     }

@@ -70,9 +70,9 @@ void check_writable_dir(std::string_view command, std::string_view option,
                         const std::filesystem::path& dir);
 
 // Saves a case (with its `found` record) under `dir` as case-<hash>.json,
-// the hash over the case without `found`: the same case always gets the same
-// file, an existing file is never overwritten by a different case (a
-// different case under the same hash gets a -1, -2 ... suffix).
+// the hash over the case and the mutant it was found with (not the seed or
+// index): the same finding always gets the same file, and an existing file
+// is never overwritten by a different one (which gets a -1, -2 ... suffix).
 std::filesystem::path save_corpus_case(const Case& c, const std::filesystem::path& dir);
 
 using properties::kDefaultCorpusFoundDir;
