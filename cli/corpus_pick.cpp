@@ -118,8 +118,8 @@ int run_corpus_pick(const CommandContext& context) {
     for (const AxisValue& v : chosen.values) uncovered.erase(v);
     if (baseline) record_baseline(c);
     const auto path = save_corpus_case(c, out);
-    context.out << "case " << chosen.index << ": +" << added << " axis values -> " << path.string()
-                << "\n";
+    context.out << "case " << chosen.index << ": " << added << " new axis value"
+                << (added == 1 ? "" : "s") << " -> " << path.string() << "\n";
     ++picked;
   }
   context.out << "picked " << picked << " cases covering " << total - uncovered.size() << " of "

@@ -559,6 +559,8 @@ std::optional<SelfCheckDivergence> self_check_case(std::uint64_t seed, std::int6
 
 CampaignResult run_campaign(const CampaignOptions& options) {
   INFONCE_ASSERT(options.cases >= 1);
+  // Without a case budget only a stop request (or a failure) ends it.
+  INFONCE_ASSERT(options.cases != kUnboundedCases || options.stop_requested);
   return Campaign(options).run();
 }
 

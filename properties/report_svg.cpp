@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ostream>
 #include <sstream>
 
@@ -87,20 +88,30 @@ std::vector<std::pair<std::string, std::int64_t>> ordered_values(
   return ordered;
 }
 
-// Long lines broken at spaces.
+// Long lines broken at spaces, and words longer than a line broken anywhere.
 std::vector<std::string> wrapped(const std::string& text, std::size_t width) {
+  const std::string indent = "    ";
   std::vector<std::string> lines;
   std::string line;
   std::istringstream words(text);
   std::string word;
+  auto flush = [&] {
+    lines.push_back(line);
+    line = indent;
+  };
   while (words >> word) {
-    if (!line.empty() && line.size() + 1 + word.size() > width) {
-      lines.push_back(line);
-      line = "    ";
+    const bool fresh = line.empty() || line == indent;
+    if (!fresh && line.size() + 1 + word.size() > width) flush();
+    if (!(line.empty() || line == indent)) line += ' ';
+    while (line.size() + word.size() > width) {
+      const std::size_t room = width - line.size();
+      line += word.substr(0, room);
+      word.erase(0, room);
+      flush();
     }
-    line += (line.empty() || line == "    " ? "" : " ") + word;
+    line += word;
   }
-  if (!line.empty()) lines.push_back(line);
+  if (!line.empty() && line != indent) lines.push_back(line);
   return lines;
 }
 
@@ -133,7 +144,7 @@ int draw_title(Svg& svg, const CampaignReport& report, int y) {
 int draw_properties(Svg& svg, const CampaignReport& report, int y) {
   const CampaignResult& r = report.result;
   y += 28;
-  svg.text(kMargin, y, "Properties (cases checked)", 15, "font-weight=\"bold\"");
+  svg.text(kMargin, y, "Properties", 15, "font-weight=\"bold\"");
   y += 8;
   const auto names = property_names();
   const int column = (kWidth - 2 * kMargin) / 2;
@@ -146,10 +157,12 @@ int draw_properties(Svg& svg, const CampaignReport& report, int y) {
     if (r.failure) {
       for (const auto& f : r.failure->failures) failed = failed || f.property == names[i];
     }
-    const std::string status = failed ? "FAILED" : checked == 0 ? "not applicable" : "held";
+    const std::string status = failed         ? "FAILED (checked on " + with_commas(checked) + ")"
+                               : checked == 0 ? "applied to no case"
+                                              : "held on " + with_commas(checked) + " cases";
     const char* color = failed ? kFailColor : checked == 0 ? "#777777" : kPassColor;
     svg.rect(x, row_y - 10, 10, 10, color);
-    svg.text(x + 16, row_y, names[i] + ": " + with_commas(checked) + " - " + status, 12);
+    svg.text(x + 16, row_y, names[i] + ": " + status, 12);
   }
   return y + 20 + static_cast<int>((names.size() + 1) / 2) * 20;
 }
@@ -237,6 +250,14 @@ int draw_histogram(Svg& svg, const std::map<std::string, ErrorHistogram>& histog
     svg.rect(x + 2 + bar, bottom - height * static_cast<double>(b) / most, bar,
              height * static_cast<double>(b) / most, kFloat32Color, "",
              "float32, " + where + ": " + std::to_string(b) + " cases");
+    // Bars too short to read against the axis get their count written on top.
+    for (const auto& [count, offset] : {std::pair{a, 0.0}, std::pair{b, bar}}) {
+      const double bar_height = height * static_cast<double>(count) / most;
+      if (count > 0 && bar_height < 24) {
+        svg.text(x + 2 + offset + bar / 2, bottom - bar_height - 3, with_commas(count), 9,
+                 "text-anchor=\"middle\" fill=\"#333333\"");
+      }
+    }
     std::string label;
     if (s == 0) label = "exact";
     if (s == slots - 1) label = "NaN/inf";
@@ -264,15 +285,19 @@ int draw_histogram(Svg& svg, const std::map<std::string, ErrorHistogram>& histog
     svg.line(x, top - 10, x, bottom, type.color, "stroke-width=\"2\" stroke-dasharray=\"6,4\"");
     char label[64];
     std::snprintf(label, sizeof label, "%s tolerance %.0e", type.name, rtol);
-    svg.text(x + 4, top + (type.scalar == ScalarType::float64 ? 8 : 24), label, 11,
-             std::string("fill=\"") + type.color + "\"");
+    // On a white ground, so that a bar behind it does not hide it.
+    const double label_y = top + (type.scalar == ScalarType::float64 ? 8 : 24);
+    svg.rect(x + 2, label_y - 11, 6.4 * static_cast<double>(std::strlen(label)), 15, "#ffffff",
+             "fill-opacity=\"0.85\"");
+    svg.text(x + 4, label_y, label, 11, std::string("fill=\"") + type.color + "\"");
   }
   // Legend.
   const double lx = kWidth - kMargin - 330;
   svg.rect(lx, top - 30, 12, 12, kFloat64Color);
-  svg.text(lx + 18, top - 20, "float64: " + with_commas(f64.total()) + " cases", 12);
+  auto cases = [](std::int64_t n) { return with_commas(n) + (n == 1 ? " case" : " cases"); };
+  svg.text(lx + 18, top - 20, "float64: " + cases(f64.total()), 12);
   svg.rect(lx + 170, top - 30, 12, 12, kFloat32Color);
-  svg.text(lx + 188, top - 20, "float32: " + with_commas(f32.total()) + " cases", 12);
+  svg.text(lx + 188, top - 20, "float32: " + cases(f32.total()), 12);
   return bottom + 36;
 }
 

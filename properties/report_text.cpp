@@ -36,7 +36,8 @@ void write_header(std::ostream& out, const CampaignReport& report) {
         << " cases\n";
   }
   if (report.self_check) {
-    out << "  self-check: " << r.self_checked << " cases rerun (generation, reference, FIFO twice, "
+    out << "  self-check: " << r.self_checked << (r.self_checked == 1 ? " case" : " cases")
+        << " rerun (generation, reference, FIFO twice, "
         << "another schedule): "
         << (r.divergence ? "DIVERGED at case " + std::to_string(r.divergence->case_index)
                          : std::string("every bit agreed"))
