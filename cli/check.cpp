@@ -13,6 +13,7 @@
 // same bytes), except that a time budget makes the case count the clock's;
 // the time budget and the progress line (stderr, terminals only) are the only
 // readers of the clock.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kMaxCases = 1'000'000'000'000;
 constexpr std::int64_t kCiCases = 10'000;
 constexpr const char* kExploreTime = "10m";
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT
 
 struct CheckSettings {
   properties::CampaignOptions campaign;
@@ -177,6 +179,22 @@ CheckSettings settle(const RawOptions& raw) {
   return s;
 }
 
+// Ctrl-C ends the campaign at a case boundary with a report of what ran; a
+// second one kills the process as usual.
+volatile sig_atomic_t interrupted = 0;
+
+void on_interrupt(int) {
+  interrupted = 1;
+}
+
+void catch_interrupt() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+
 // "1:02:03" or "2:03".
 std::string clock_text(double seconds) {
   const auto total = static_cast<std::int64_t>(seconds + 0.5);
@@ -270,13 +288,20 @@ void print_representative_before_after(std::ostream& out) {
 properties::CampaignResult run(CheckSettings& s, std::ostream& err) {
   Progress progress(err, s);
   s.campaign.on_progress = [&](const properties::CampaignProgress& p) { progress.update(p); };
+  std::optional<Clock::time_point> deadline;
   if (s.time_budget_seconds) {
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(*s.time_budget_seconds));
-    s.campaign.stop_requested = [deadline] { return Clock::now() >= deadline; };
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(*s.time_budget_seconds));
   }
+  s.campaign.stop_requested = [deadline] {
+    return interrupted != 0 || (deadline && Clock::now() >= *deadline);
+  };
+  catch_interrupt();
   properties::CampaignResult result = properties::run_campaign(s.campaign);
   progress.finish();
+  if (interrupted != 0 && result.stopped_by == properties::StopReason::time) {
+    result.stopped_by = properties::StopReason::interrupted;
+  }
   return result;
 }
 
@@ -322,7 +347,10 @@ int run_check(const CommandContext& context) {
   }
   print(context.out, s, report);
   for (const ReportFile& file : s.reports) write_report_file(file, report);
-  return report.passed() ? kExitOk : kExitCheckFailed;
+  if (!report.passed()) return kExitCheckFailed;
+  // A partial campaign is not a pass: the shell's code for an interrupt.
+  return report.result.stopped_by == properties::StopReason::interrupted ? kExitInterrupted
+                                                                         : kExitOk;
 }
 
 const RegisterCommand kCheck{

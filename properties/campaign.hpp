@@ -105,7 +105,9 @@ struct IndexRange {
   bool operator==(const IndexRange&) const = default;
 };
 
-enum class StopReason { cases, time, failure };
+// What ended a campaign. The campaign reports `time` for any stop request;
+// a caller whose request came from an interrupt (Ctrl-C) says `interrupted`.
+enum class StopReason { cases, time, failure, interrupted };
 
 struct CampaignProgress {
   std::int64_t cases_done = 0;                // checked so far, by every worker

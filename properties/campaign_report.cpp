@@ -106,6 +106,8 @@ const char* stop_name(StopReason reason) {
       return "time";
     case StopReason::failure:
       return "failure";
+    case StopReason::interrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -371,6 +373,14 @@ Json block_json(const BlockRecord& block) {
           {"divergence", divergence_json(block.divergence)}};
 }
 
+StopReason stop_reason_named(const std::string& name) {
+  for (const StopReason reason :
+       {StopReason::cases, StopReason::time, StopReason::failure, StopReason::interrupted}) {
+    if (name == stop_name(reason)) return reason;
+  }
+  bad("stopped_by", "expected cases, time, failure or interrupted");
+}
+
 // ---------------------------------------------------------------------------
 // Merging
 
@@ -495,13 +505,7 @@ CampaignReport report_from_json(std::string_view text) {
   }
   if (report.shards.count < 1) bad("shards.count", "must be >= 1");
   report.self_check = read_bool(at("self_check"), "self_check");
-  const std::string stopped = read_string(at("stopped_by"), "stopped_by");
-  report.result.stopped_by =
-      stopped == "cases"  ? StopReason::cases
-      : stopped == "time" ? StopReason::time
-      : stopped == "failure"
-          ? StopReason::failure
-          : (bad("stopped_by", "expected cases, time or failure"), StopReason::cases);
+  report.result.stopped_by = stop_reason_named(read_string(at("stopped_by"), "stopped_by"));
   report.result.covered = read_ranges(at("covered"), "covered");
   read_tally(at("tally"), "tally", report.result);
   report.result.divergence = read_divergence(at("divergence"), "divergence");
@@ -559,10 +563,13 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& reports) {
     merged.result.stopped_by = StopReason::failure;
     merged.saved_case = failing->saved_case;
   } else {
-    const bool timed = std::any_of(reports.begin(), reports.end(), [](const CampaignReport& r) {
-      return r.result.stopped_by == StopReason::time;
-    });
-    merged.result.stopped_by = timed ? StopReason::time : StopReason::cases;
+    auto any = [&](StopReason reason) {
+      return std::any_of(reports.begin(), reports.end(),
+                         [&](const CampaignReport& r) { return r.result.stopped_by == reason; });
+    };
+    merged.result.stopped_by = any(StopReason::interrupted) ? StopReason::interrupted
+                               : any(StopReason::time)      ? StopReason::time
+                                                            : StopReason::cases;
   }
   merged.shards.indices.assign(indices.begin(), indices.end());
   if (static_cast<std::int64_t>(indices.size()) == first.shards.count) {

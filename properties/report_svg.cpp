@@ -137,6 +137,7 @@ int draw_title(Svg& svg, const CampaignReport& report, int y) {
                          report.limits;
   if (!report.seed_source.empty()) subtitle += ", seed from " + report.seed_source;
   if (r.stopped_by == StopReason::time) subtitle += ", time budget " + report.time_budget;
+  if (r.stopped_by == StopReason::interrupted) subtitle += ", interrupted";
   svg.text(kMargin, 50, subtitle, 13, "fill=\"#ffffff\"");
   return y + 64;
 }

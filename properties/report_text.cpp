@@ -31,6 +31,9 @@ void write_header(std::ostream& out, const CampaignReport& report) {
     if (r.covered.size() > kShown) out << " ...";
     out << "\n";
   }
+  if (r.stopped_by == StopReason::interrupted) {
+    out << "  stopped by an interrupt after " << r.cases_run << " cases\n";
+  }
   if (r.stopped_by == StopReason::time) {
     out << "  stopped by the time budget (" << report.time_budget << ") after " << r.cases_run
         << " cases\n";

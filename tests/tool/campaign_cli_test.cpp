@@ -2,6 +2,12 @@
 // output, jobs and shards that do not change the report, merging, budgets,
 // seeds from commits, profiles, formats, and a failure that leaves a case
 // file and a command reproducing it exactly.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +22,8 @@
 #include "properties/properties.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/tool/xml_check.hpp"
+
+extern char** environ;
 
 namespace infonce::tool_test {
 namespace {
@@ -367,6 +375,41 @@ TEST(Replay, PassingCaseExitsZero) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(result.out.starts_with("replay: seed 1, case 0, mutant none\n  case:     W="));
   EXPECT_NE(result.out.find("PASSED: every property held on this case"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace infonce::tool_test
+
+namespace infonce::tool_test {
+namespace {
+
+// Ctrl-C: the campaign stops at a case boundary, prints its report, exits 130.
+TEST(Check, InterruptEndsWithAReportOfWhatRan) {
+  const fs::path dir = fresh_work_dir("interrupt");
+  const fs::path out = dir / "out.json";
+  std::vector<std::string> storage{INFONCE_SIM_BINARY, "check",     "--seed",   "3",
+                                   "--cases",          "100000000", "--format", "json",
+                                   "--no-corpus"};
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  ::usleep(1'500'000);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const Json report = Json::parse(read_file(out));
+  EXPECT_EQ(report["stopped_by"], "interrupted");
+  const std::int64_t ran = report["tally"]["cases_run"];
+  EXPECT_GT(ran, 0);
+  EXPECT_EQ(report["covered"], Json::array({Json::array({0, ran})}));
 }
 
 }  // namespace
