@@ -510,7 +510,19 @@ CampaignReport report_from_json(std::string_view text) {
   read_tally(at("tally"), "tally", report.result);
   report.result.divergence = read_divergence(at("divergence"), "divergence");
   if (!at("failure").is_null()) read_failure(at("failure"), report);
-  if (!report.shards.whole()) report.result.blocks = read_blocks(at("blocks"));
+  if (!report.shards.whole()) {
+    report.result.blocks = read_blocks(at("blocks"));
+    const auto& indices = report.shards.indices;
+    for (std::size_t i = 0; i < report.result.blocks.size(); ++i) {
+      const std::int64_t shard = shard_of_block(report.result.blocks[i].block, report.shards.count);
+      if (std::find(indices.begin(), indices.end(), shard) == indices.end()) {
+        bad("blocks[" + std::to_string(i) + "].block", "belongs to none of the report's shards");
+      }
+      if (i > 0 && report.result.blocks[i].block <= report.result.blocks[i - 1].block) {
+        bad("blocks[" + std::to_string(i) + "].block", "blocks must be in increasing order");
+      }
+    }
+  }
   return report;
 }
 
