@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct Misuse {
   std::vector<std::string> args;  // @tokens are replaced by prepared paths
   std::string message_part;       // the one stderr line contains this
 };
+
+void PrintTo(const Misuse& misuse, std::ostream* out) {
+  *out << misuse.name;
+}
 
 // Files the rows refer to, made once per process.
 class Fixtures {
