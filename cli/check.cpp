@@ -19,7 +19,10 @@
 #include <chrono>
 #include <cstdio>
 #include <ostream>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "casefile/case_json.hpp"
 #include "cli/case_report.hpp"
@@ -331,7 +334,43 @@ void print(std::ostream& out, const CheckSettings& s, const properties::Campaign
   }
 }
 
+// `--backend fiber|mpi`: `check --backend mpi` is `check-mpi` (the campaign
+// sharded over the processes of an MPI job); fiber is the default. Returns
+// the arguments without the option and whether MPI was asked for.
+std::pair<std::vector<std::string>, bool> take_backend(std::span<const std::string> args) {
+  std::vector<std::string> rest;
+  bool mpi = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (args[i] == "--backend") {
+      if (i + 1 == args.size()) throw UsageError("check: --backend needs a value: fiber or mpi");
+      value = args[++i];
+    } else if (args[i].starts_with("--backend=")) {
+      value = args[i].substr(std::string("--backend=").size());
+    } else {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (value != "fiber" && value != "mpi") {
+      throw UsageError("check: --backend must be fiber or mpi, not '" + value + "'");
+    }
+    mpi = value == "mpi";
+  }
+  return {rest, mpi};
+}
+
+int run_check_on_fibers(const CommandContext& context);
+
 int run_check(const CommandContext& context) {
+  const auto [args, mpi] = take_backend(context.args);
+  const std::vector<std::string> name{"check-mpi"};
+  const auto match = mpi ? match_command(name) : std::nullopt;
+  const Command& command = match ? *match->command : context.command;
+  const CommandContext forwarded{command, args, context.out, context.err};
+  return match ? command.run(forwarded) : run_check_on_fibers(forwarded);
+}
+
+int run_check_on_fibers(const CommandContext& context) {
   RawOptions raw;
   const auto values = parse_command_options(context, check_options(raw));
   if (!values) return kExitOk;
@@ -358,7 +397,7 @@ const RegisterCommand kCheck{
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
      "[--mutant NAME] [--format human|json|junit] [--report FILE]... [--self-check] "
-     "[--before-after]",
+     "[--before-after] [--backend fiber|mpi]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};
 
 }  // namespace

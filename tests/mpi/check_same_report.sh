@@ -12,13 +12,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 failures=0
+mpi_command=(check-mpi)
 compare() {  # compare NAME OPTIONS...
   local name=$1
   shift
   rm -rf corpus-one corpus-four
   "$sim" check "$@" --corpus-dir corpus-one >single.out 2>single.err
   local single_code=$?
-  timeout 120 "${mpi[@]}" -np 4 "$sim" check-mpi "$@" --corpus-dir corpus-four >sharded.out 2>sharded.err
+  timeout 120 "${mpi[@]}" -np 4 "$sim" "${mpi_command[@]}" "$@" --corpus-dir corpus-four >sharded.out 2>sharded.err
   local sharded_code=$?
   # The corpus directory is named in the report; it is the only difference allowed.
   sed -i "s#corpus-four#corpus-one#g" sharded.out
@@ -42,5 +43,8 @@ compare "seed 11, 100 cases (2 blocks for 4 shards), junit" --seed 11 --cases 10
 compare "seed 5, 400 typical cases, human" --seed 5 --cases 400 --limits typical
 compare "mutant no-compensation, human" --seed 3 --cases 600 --mutant no-compensation
 compare "mutant per-rank-rng, json" --seed 3 --cases 600 --mutant per-rank-rng --format json
+# `check --backend mpi` is the same command under the issue's spelling.
+mpi_command=(check --backend mpi)
+compare "check --backend mpi, seed 7, 300 cases, json" --seed 7 --cases 300 --format json
 echo "$failures failure(s)"
 exit $((failures > 0))
