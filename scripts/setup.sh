@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build libboost-fiber-dev libboost-context-dev
   libboost-program-options-dev libeigen3-dev librapidcheck-dev libgtest-dev
-  libbenchmark-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin python3)
+  libbenchmark-dev libmimalloc-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin python3)
 if [[ "${INFONCE_WITH_TORCH:-0}" == 1 ]]; then
   packages+=(python3-torch python3-numpy)
 fi
