@@ -1,7 +1,8 @@
 // Where a property-campaign case spends its time, measured side by side in
 // one run: generation, the full-batch reference, one distributed step on the
 // fibers, and the whole property check (reference + every property's runs).
-// Usage: throughput_bench [cases=5000] [default|typical]
+// Usage: throughput_bench [cases=5000] [default|typical] [all|check]
+// (check: only generation, build and check_case, for profiling them alone)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   using namespace infonce;
   const std::int64_t cases = argc > 1 ? std::atoll(argv[1]) : 5000;
   const std::string limits_name = argc > 2 ? argv[2] : "typical";
+  const bool stages = argc <= 3 || std::string(argv[3]) != "check";
   const properties::GeneratorLimits limits =
       limits_name == "default" ? properties::default_limits() : properties::typical_limits();
 
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   double checksum = 0;
   const double reference = seconds([&] {
     for (const auto& c : built) {
+      if (!stages) break;
       try {
         checksum += step::compute_case_reference(c).loss;
       } catch (const std::exception&) {
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
   });
   const double distributed = seconds([&] {
     for (const auto& c : built) {
+      if (!stages) break;
       try {
         checksum += step::run_on_fibers(c, {}, {}).losses[0];
       } catch (const std::exception&) {
