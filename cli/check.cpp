@@ -90,7 +90,7 @@ po::options_description check_options(RawOptions& raw) {
       "where a shrunk failure is saved (default corpus/found)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk failure")(
       "self-check", po::bool_switch(&raw.self_check),
-      "rerun every 16th case (generation, reference, two schedules) and compare every bit")(
+      "rerun every 16th case (generation, reference, the step with no shared losses and under another schedule) and compare every bit")(
       "before-after", po::bool_switch(&raw.before_after),
       "end with the before/after table of the fix (human format)");
   return options;

@@ -127,9 +127,10 @@ struct StepOutcome {
   std::string error;
 };
 
-StepOutcome run_step(const step::DistributedSetup& setup, sim::Schedule schedule) {
+StepOutcome run_step(const step::DistributedSetup& setup, sim::Schedule schedule, bool share) {
   step::RunOptions options;
   options.schedule = schedule;
+  options.share_identical_losses = share;
   try {
     return {step::run_on_fibers(setup.distributed_case, setup.variant, options), {}};
   } catch (const std::exception& e) {
@@ -173,13 +174,15 @@ std::optional<std::string> find_divergence(std::uint64_t seed, std::int64_t inde
     return d;
   }
   const step::DistributedSetup setup = step::distributed_setup(c, mutant);
-  const StepOutcome fifo = run_step(setup, {sim::ScheduleKind::fifo, 0});
-  const StepOutcome fifo_again = run_step(setup, {sim::ScheduleKind::fifo, 0});
-  if (auto d = compare_outcomes(fifo, fifo_again, "FIFO twice")) return d;
+  // As the properties run it (ranks share a loss on identical inputs), then
+  // with every rank computing its own: sharing must not change a bit.
+  const StepOutcome fifo = run_step(setup, {sim::ScheduleKind::fifo, 0}, true);
+  const StepOutcome fifo_again = run_step(setup, {sim::ScheduleKind::fifo, 0}, false);
+  if (auto d = compare_outcomes(fifo, fifo_again, "FIFO shared vs unshared")) return d;
   // Another interleaving than the property's own schedule-independence check.
   const std::uint64_t other =
       derive_seed(campaign_schedule_seed(seed) ^ 0x5e1fc4ecULL, static_cast<std::uint64_t>(index));
-  const StepOutcome shuffled = run_step(setup, {sim::ScheduleKind::random, other});
+  const StepOutcome shuffled = run_step(setup, {sim::ScheduleKind::random, other}, true);
   return compare_outcomes(fifo, shuffled, "FIFO vs schedule seed " + std::to_string(other));
 }
 

@@ -55,6 +55,7 @@ void check_schedule(const step::DistributedSetup& setup, const step::Distributed
                     std::uint64_t schedule_seed, CaseVerdict& verdict) {
   step::RunOptions options;
   options.schedule = {sim::ScheduleKind::random, schedule_seed};
+  options.share_identical_losses = true;
   const step::DistributedResult other =
       step::run_on_fibers(setup.distributed_case, setup.variant, options);
   bool same = same_bits(fifo.losses, other.losses) && fifo.padded_positives == other.padded_positives;
@@ -72,7 +73,9 @@ void check_uncompensated(const Case& c, const step::DistributedSetup& setup,
   verdict.uncompensated_checked = true;
   Case uncompensated = setup.distributed_case;
   uncompensated.compensate = false;
-  const step::DistributedResult result = step::run_on_fibers(uncompensated, setup.variant, {});
+  step::RunOptions options;
+  options.share_identical_losses = true;
+  const step::DistributedResult result = step::run_on_fibers(uncompensated, setup.variant, options);
   const Matrix<double> grad = Eigen::Map<const Matrix<double>>(
       result.grads[0].data(), c.embedding_dim(), c.feature_dim());
   const Matrix<double> expected = reference.grad / static_cast<double>(c.mesh.dp);
@@ -165,8 +168,12 @@ CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
   }
   const step::DistributedSetup setup = step::distributed_setup(c, options.mutant);
   try {
+    // Ranks share a loss evaluated on bit-identical inputs; the campaign's
+    // self-check reruns without sharing and compares every bit.
+    step::RunOptions fifo_options;
+    fifo_options.share_identical_losses = true;
     const step::DistributedResult fifo =
-        step::run_on_fibers(setup.distributed_case, setup.variant, {});
+        step::run_on_fibers(setup.distributed_case, setup.variant, fifo_options);
     verdict.report = step::evaluate(c, fifo, reference);
     // Most specific diagnosis first: ranks that disagree on the loss, or a
     // padded positive, also break the reference comparison.

@@ -170,6 +170,19 @@ RankPadding rank_padding(const Case& c, std::int32_t world_rank) {
           0};
 }
 
+template <class Scalar>
+std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
+    SharedLosses<Scalar>* shared, std::int32_t micro, const Matrix<Scalar>& embeddings,
+    const loss::GroupLayout& layout, const loss::LossSettings& settings,
+    loss::LossVariant variant) {
+  if (shared != nullptr) {
+    return shared->loss_and_gradient(micro, embeddings, layout, settings, variant);
+  }
+  return std::make_shared<const loss::LossAndGradient<Scalar>>(
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings,
+                                              loss::CodePath::automatic, variant));
+}
+
 }  // namespace
 
 double compensation_scale(const Case& c, const StepVariant& v) {
@@ -180,7 +193,8 @@ double compensation_scale(const Case& c, const StepVariant& v) {
 }
 
 template <class Scalar>
-RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, const StepVariant& v) {
+RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, const StepVariant& v,
+                                    SharedLosses<Scalar>* shared) {
   const std::int32_t world_rank = comm.world_rank();
   INFONCE_ASSERT(comm.world_size() == c.mesh.world);
   const std::int32_t dp_rank = c.mesh.dp_rank(world_rank);
@@ -223,12 +237,13 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     }
     out.padded_positives += count_padded_positives(layout);
 
-    const auto result = loss::infonce_loss_and_gradient<Scalar>(
-        global.embeddings, layout, c.loss, loss::CodePath::automatic, loss_variant);
-    const Scalar reported = v.scale_reported_loss ? result.loss * scale : result.loss;
+    const auto result = loss_and_gradient(shared, micro, global.embeddings, layout, c.loss,
+                                          loss_variant);
+    const Scalar reported = v.scale_reported_loss ? result->loss * scale : result->loss;
     out.reported_loss += reported / divisor;
 
-    const Matrix<Scalar> own_grad = result.grad_embeddings.middleRows(global.own_offset, local.rows());
+    const Matrix<Scalar> own_grad =
+        result->grad_embeddings.middleRows(global.own_offset, local.rows());
     Matrix<Scalar> grad_weight =
         loss::encode_backward(weight, features, c.encoder_normalize, own_grad);
     grad_weight *= scale / divisor;
@@ -243,8 +258,8 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
 }
 
 template RankOutput<double> run_rank_program<double>(sim::Communicator&, const Case&,
-                                                     const StepVariant&);
+                                                     const StepVariant&, SharedLosses<double>*);
 template RankOutput<float> run_rank_program<float>(sim::Communicator&, const Case&,
-                                                   const StepVariant&);
+                                                   const StepVariant&, SharedLosses<float>*);
 
 }  // namespace infonce::step

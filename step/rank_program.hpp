@@ -8,6 +8,7 @@
 
 #include "casefile/case.hpp"
 #include "sim/communicator.hpp"
+#include "step/shared_losses.hpp"
 #include "step/variant.hpp"
 
 namespace infonce::step {
@@ -21,9 +22,12 @@ struct RankOutput {
 
 // Runs every micro-step of `c` on rank comm.world_rank() and the final
 // gradient reduction. Throws InputError for what the trainer would reject.
+// `shared` (the fiber backend's, or nullptr): where ranks of this step share
+// the evaluation of a loss on bit-identical inputs.
 template <class Scalar>
 RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c,
-                                    const StepVariant& variant);
+                                    const StepVariant& variant,
+                                    SharedLosses<Scalar>* shared = nullptr);
 
 // The backward scale s of SPEC section 3 (with the variant's deviations).
 double compensation_scale(const Case& c, const StepVariant& variant);

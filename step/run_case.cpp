@@ -32,9 +32,11 @@ DistributedResult fibers_in(const Case& c, const StepVariant& variant, const Run
   sim_options.world_size = world;
   sim_options.schedule = options.schedule;
   sim_options.reduction_order_seed = options.reduction_order_seed;
+  SharedLosses<Scalar> shared;
+  SharedLosses<Scalar>* sharing = options.share_identical_losses ? &shared : nullptr;
   sim::run_fibers(sim_options, [&](sim::Communicator& comm) {
     outputs[static_cast<std::size_t>(comm.world_rank())] =
-        run_rank_program<Scalar>(comm, c, variant);
+        run_rank_program<Scalar>(comm, c, variant, sharing);
   });
   DistributedResult result;
   for (const auto& rank : outputs) {

@@ -62,6 +62,9 @@ struct CaseReport {
 struct RunOptions {
   sim::Schedule schedule;
   std::optional<std::uint64_t> reduction_order_seed;
+  // Ranks with bit-identical loss inputs share one evaluation of the loss
+  // (step/shared_losses.hpp); off: every rank computes its own.
+  bool share_identical_losses = false;
 };
 
 // The full-batch reference of the case (throws InputError for bad cases).

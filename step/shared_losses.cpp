@@ -1,0 +1,97 @@
+#include "step/shared_losses.hpp"
+
+#include <cstring>
+#include <span>
+
+
+namespace infonce::step {
+namespace {
+
+// A word-at-a-time hash (an index only: equality is always checked in full).
+class InputHash {
+ public:
+  void add(std::uint64_t word) {
+    h_ = (h_ ^ word) * 0x9e3779b97f4a7c15ULL;
+    h_ ^= h_ >> 29;
+  }
+  template <class T>
+  void add(std::span<const T> values) {
+    add(values.size());
+    const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+    const std::size_t size = values.size_bytes();
+    std::size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, bytes + i, 8);
+      add(word);
+    }
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, bytes + i, size - i);
+    add(tail);
+  }
+  std::uint64_t value() const { return h_; }
+
+ private:
+  std::uint64_t h_ = 0;
+};
+
+template <class Scalar>
+std::uint64_t input_hash(std::int32_t micro, const Matrix<Scalar>& embeddings,
+                         const loss::GroupLayout& layout) {
+  InputHash h;
+  h.add(static_cast<std::uint64_t>(micro));
+  h.add(static_cast<std::uint64_t>(embeddings.rows()));
+  h.add(std::span<const Scalar>(embeddings.data(), static_cast<std::size_t>(embeddings.size())));
+  h.add(std::span<const std::int32_t>(layout.rows));
+  h.add(std::span<const std::int32_t>(layout.offsets));
+  return h.value();
+}
+
+template <class Scalar>
+bool same_bits(const Matrix<Scalar>& a, const Matrix<Scalar>& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         (a.size() == 0 ||
+          std::memcmp(a.data(), b.data(), sizeof(Scalar) * static_cast<std::size_t>(a.size())) == 0);
+}
+
+}  // namespace
+
+template <class Scalar>
+const typename SharedLosses<Scalar>::Entry* SharedLosses<Scalar>::find(
+    std::uint64_t key, std::int32_t micro, const Matrix<Scalar>& embeddings,
+    const loss::GroupLayout& layout) const {
+  const auto [first, last] = index_.equal_range(key);
+  for (auto it = first; it != last; ++it) {
+    const Entry& e = entries_[it->second];
+    if (e.micro == micro && e.layout.rows == layout.rows && e.layout.offsets == layout.offsets &&
+        same_bits(e.embeddings, embeddings)) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+template <class Scalar>
+std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::loss_and_gradient(
+    std::int32_t micro, const Matrix<Scalar>& embeddings, const loss::GroupLayout& layout,
+    const loss::LossSettings& settings, loss::LossVariant variant) {
+  const std::uint64_t key = input_hash(micro, embeddings, layout);
+  if (const Entry* e = find(key, micro, embeddings, layout)) {
+    ++reuses_;
+    return e->result;
+  }
+  ++evaluations_;
+  auto result = std::make_shared<const loss::LossAndGradient<Scalar>>(
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings,
+                                              loss::CodePath::automatic, variant));
+  if (entries_.size() < kMaxEntries) {
+    index_.emplace(key, entries_.size());
+    entries_.push_back(Entry{micro, embeddings, layout, result});
+  }
+  return result;
+}
+
+template class SharedLosses<double>;
+template class SharedLosses<float>;
+
+}  // namespace infonce::step
