@@ -287,17 +287,17 @@ GroupState& Engine::state_of(const Group& group, const Call& call) {
   for (GroupState* candidate : candidates) {
     if (same_group(candidate->group, group)) return *candidate;
   }
-  const std::string site = describe(call.signature) + " on " + format_group(group);
-  if (group.world_ranks.empty()) fail_here(site + ": the group has no members");
+  const auto site = [&] { return describe(call.signature) + " on " + format_group(group); };
+  if (group.world_ranks.empty()) fail_here(site() + ": the group has no members");
   std::vector<std::int32_t> group_rank_of(static_cast<std::size_t>(world_size()), -1);
   for (std::int32_t i = 0; i < group.size(); ++i) {
     const std::int32_t w = group.world_ranks[static_cast<std::size_t>(i)];
     if (w < 0 || w >= world_size()) {
-      fail_here(site + ": world rank " + std::to_string(w) + " is outside 0.." +
+      fail_here(site() + ": world rank " + std::to_string(w) + " is outside 0.." +
                 std::to_string(world_size() - 1));
     }
     if (group_rank_of[static_cast<std::size_t>(w)] >= 0) {
-      fail_here(site + ": world rank " + std::to_string(w) + " is listed twice");
+      fail_here(site() + ": world rank " + std::to_string(w) + " is listed twice");
     }
     group_rank_of[static_cast<std::size_t>(w)] = i;
   }
@@ -364,8 +364,11 @@ std::optional<std::string> Engine::find_disagreement(const GroupState& state) co
   const Call& first = *state.calls[0];
   const bool agree = std::ranges::all_of(
       state.calls, [&first](const Call* call) { return compatible(first, *call); });
-  const std::string site =
-      "collective #" + std::to_string(state.op_index) + " on " + format_group(state.group) + ": ";
+  // Messages are built only on failure: this runs for every collective.
+  const auto site = [&state] {
+    return "collective #" + std::to_string(state.op_index) + " on " + format_group(state.group) +
+           ": ";
+  };
   if (!agree) {
     // Group members by what they called; the most common call first.
     std::vector<std::pair<std::string, std::vector<std::int32_t>>> calls;
@@ -380,7 +383,7 @@ std::optional<std::string> Engine::find_disagreement(const GroupState& state) co
     }
     std::ranges::stable_sort(
         calls, [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-    std::string text = site + "members call different collectives: ";
+    std::string text = site() + "members call different collectives: ";
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto& [key, ranks] = calls[i];
       text += (i > 0 ? "; " : "") + world_ranks_text(ranks) + " call" +
@@ -396,19 +399,18 @@ std::optional<std::string> Engine::find_disagreement(const GroupState& state) co
   const auto members = static_cast<std::int64_t>(state.calls.size());
   const Signature& s = first.signature;
   if (s.kind == CollectiveKind::all_gather_v) {
-    const std::string call = describe(s) + " ";
     if (static_cast<std::int64_t>(first.counts.size()) != members) {
-      return site + "all_gather_v: counts has " + std::to_string(first.counts.size()) +
+      return site() + "all_gather_v: counts has " + std::to_string(first.counts.size()) +
              " entries for " + std::to_string(members) + " members";
     }
     for (std::size_t i = 0; i < state.calls.size(); ++i) {
       const Call& member = *state.calls[i];
       if (first.counts[i] < 0) {
-        return site + "all_gather_v: counts[" + std::to_string(i) +
+        return site() + "all_gather_v: counts[" + std::to_string(i) +
                "] = " + std::to_string(first.counts[i]) + " is negative";
       }
       if (member.signature.count != first.counts[i]) {
-        return site + "all_gather_v: world rank " + std::to_string(member.world_rank) +
+        return site() + "all_gather_v: world rank " + std::to_string(member.world_rank) +
                " (group rank " + std::to_string(i) + ", its call #" +
                std::to_string(member.call_number) + ") gives " +
                counted(member.signature.count, "value") + " but counts[" + std::to_string(i) +
@@ -417,7 +419,7 @@ std::optional<std::string> Engine::find_disagreement(const GroupState& state) co
     }
   }
   if (s.kind == CollectiveKind::broadcast && (s.root < 0 || s.root >= members)) {
-    return site + describe(s) + ": root " + std::to_string(s.root) + " is not a group rank (" +
+    return site() + describe(s) + ": root " + std::to_string(s.root) + " is not a group rank (" +
            std::to_string(members) + " members)";
   }
   return std::nullopt;
