@@ -455,6 +455,33 @@ std::uint64_t campaign_schedule_seed(std::uint64_t seed) {
   return derive_seed(seed, ~0ULL);
 }
 
+namespace {
+
+// coverage[axis][value]++, with no allocation once both keys exist (this runs
+// for every case).
+void count(Coverage& coverage, std::string_view axis, std::string_view value) {
+  auto values = coverage.find(axis);
+  if (values == coverage.end())
+    values = coverage.emplace(std::string(axis), Coverage::mapped_type{}).first;
+  auto entry = values->second.find(value);
+  if (entry == values->second.end()) entry = values->second.emplace(std::string(value), 0).first;
+  ++entry->second;
+}
+
+std::string_view flag(bool value) {
+  return value ? "true" : "false";
+}
+
+// How `<<` prints a double (6 significant digits): the generators' choices
+// are spelled out, anything else is formatted.
+std::string decimal(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
 void add_coverage(const CaseSpec& spec, Coverage& coverage) {
   std::int32_t groups = 0;
   bool unequal_shards = false;
@@ -464,30 +491,25 @@ void add_coverage(const CaseSpec& spec, Coverage& coverage) {
       unequal_shards = unequal_shards || shard.size() != micro[0].size();
     }
   }
-  coverage["world"][bucket(spec.world)]++;
-  coverage["dp"][bucket(spec.dp)]++;
-  coverage["replicas"][bucket(spec.world / spec.dp)]++;
-  coverage["use_batch"][spec.use_batch ? "true" : "false"]++;
-  coverage["hard_negatives"][spec.hard_negatives ? std::to_string(spec.hard_negatives) : "unset"]++;
-  coverage["mask_fake_negative"][spec.mask_fake_negative ? "true" : "false"]++;
-  if (spec.mask_fake_negative) {
-    std::ostringstream margin;
-    margin << spec.fake_neg_margin;
-    coverage["fake_neg_margin"][margin.str()]++;
-  }
-  coverage["include_qq"][spec.include_qq ? "true" : "false"]++;
-  coverage["include_dd"][spec.include_dd ? "true" : "false"]++;
-  std::ostringstream temperature;
-  temperature << spec.temperature;
-  coverage["temperature"][temperature.str()]++;
-  coverage["accumulation_steps"][std::to_string(spec.accumulation_steps())]++;
-  coverage["accumulation_normalize"][spec.accumulation_normalize ? "true" : "false"]++;
-  coverage["reduction"][spec.reduction == Reduction::mean ? "mean" : "sum"]++;
-  coverage["gather"][spec.gather == GatherPath::object ? "object" : "tensor"]++;
-  coverage["scalar"][spec.scalar == ScalarType::float64 ? "float64" : "float32"]++;
-  coverage["encoder_normalize"][spec.normalize ? "true" : "false"]++;
-  coverage["groups_total"][bucket(groups)]++;
-  coverage["unequal_group_counts"][unequal_shards ? "true" : "false"]++;
+  count(coverage, "world", bucket(spec.world));
+  count(coverage, "dp", bucket(spec.dp));
+  count(coverage, "replicas", bucket(spec.world / spec.dp));
+  count(coverage, "use_batch", flag(spec.use_batch));
+  count(coverage, "hard_negatives",
+        spec.hard_negatives ? std::to_string(spec.hard_negatives) : "unset");
+  count(coverage, "mask_fake_negative", flag(spec.mask_fake_negative));
+  if (spec.mask_fake_negative) count(coverage, "fake_neg_margin", decimal(spec.fake_neg_margin));
+  count(coverage, "include_qq", flag(spec.include_qq));
+  count(coverage, "include_dd", flag(spec.include_dd));
+  count(coverage, "temperature", decimal(spec.temperature));
+  count(coverage, "accumulation_steps", std::to_string(spec.accumulation_steps()));
+  count(coverage, "accumulation_normalize", flag(spec.accumulation_normalize));
+  count(coverage, "reduction", spec.reduction == Reduction::mean ? "mean" : "sum");
+  count(coverage, "gather", spec.gather == GatherPath::object ? "object" : "tensor");
+  count(coverage, "scalar", spec.scalar == ScalarType::float64 ? "float64" : "float32");
+  count(coverage, "encoder_normalize", flag(spec.normalize));
+  count(coverage, "groups_total", bucket(groups));
+  count(coverage, "unequal_group_counts", flag(unequal_shards));
 }
 
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,

@@ -34,8 +34,10 @@ inline constexpr std::int64_t kBlockCases = 64;
 // No case budget: the campaign runs until stop_requested() or a failure.
 inline constexpr std::int64_t kUnboundedCases = std::numeric_limits<std::int64_t>::max();
 
-// axis -> value -> cases
-using Coverage = std::map<std::string, std::map<std::string, std::int64_t>>;
+// axis -> value -> cases (transparent comparators: counting a case looks keys
+// up without building strings)
+using Coverage =
+    std::map<std::string, std::map<std::string, std::int64_t, std::less<>>, std::less<>>;
 
 // Distribution of CaseReport::scaled_err (the gradient error relative to the
 // summands' scale) in decades: bins[k] counts errors e with

@@ -298,7 +298,7 @@ void read_tally(const Json& value, const std::string& path, Tally& tally) {
       read_number(member(worst, p("worst_rel_err"), "float32"), p("worst_rel_err"));
   tally.coverage =
       read_map<Coverage>(at("coverage"), p("coverage"), [](const Json& v, const std::string& q) {
-        return read_map<std::map<std::string, std::int64_t>>(v, q, read_count);
+        return read_map<Coverage::mapped_type>(v, q, read_count);
       });
   tally.error_histogram = read_map<std::map<std::string, ErrorHistogram>>(
       at("error_histogram"), p("error_histogram"), read_histogram);

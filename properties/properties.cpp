@@ -25,20 +25,23 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
-double max_abs(const Matrix<double>& m) { return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff(); }
+double max_abs(const Matrix<double>& m) {
+  return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff();
+}
 
 void check_reference_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
   if (r.loss_matches && r.grad_matches) return;
   verdict.failures.push_back(
       {kGradientMatches, "loss " + format(r.loss) + " vs reference " + format(r.reference.loss) +
-                             ", gradient rel_err " + format(r.rel_err) + " (scaled " + format(r.scaled_err) + "), ratio " +
+                             ", gradient rel_err " + format(r.rel_err) + " (scaled " +
+                             format(r.scaled_err) + "), ratio " +
                              (r.ratio ? format(*r.ratio) : std::string("undefined"))});
 }
 
 void check_rank_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
   if (r.losses_equal && r.grads_consistent) return;
-  std::string detail = r.losses_equal ? "ranks hold different reduced gradients"
-                                      : "ranks report different losses:";
+  std::string detail =
+      r.losses_equal ? "ranks hold different reduced gradients" : "ranks report different losses:";
   if (!r.losses_equal) {
     for (std::size_t w = 0; w < r.losses.size() && w < 8; ++w) detail += " " + format(r.losses[w]);
   }
@@ -47,8 +50,9 @@ void check_rank_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
 
 void check_padding(const step::CaseReport& r, CaseVerdict& verdict) {
   if (r.padded_positives == 0) return;
-  verdict.failures.push_back({kPaddingSkipsPositive, std::to_string(r.padded_positives) +
-                                                         " padding rows were the group's positive"});
+  verdict.failures.push_back(
+      {kPaddingSkipsPositive,
+       std::to_string(r.padded_positives) + " padding rows were the group's positive"});
 }
 
 void check_schedule(const step::DistributedSetup& setup, const step::DistributedResult& fifo,
@@ -58,11 +62,14 @@ void check_schedule(const step::DistributedSetup& setup, const step::Distributed
   options.share_identical_losses = true;
   const step::DistributedResult other =
       step::run_on_fibers(setup.distributed_case, setup.variant, options);
-  bool same = same_bits(fifo.losses, other.losses) && fifo.padded_positives == other.padded_positives;
-  for (std::size_t w = 0; same && w < fifo.grads.size(); ++w) same = same_bits(fifo.grads[w], other.grads[w]);
+  bool same =
+      same_bits(fifo.losses, other.losses) && fifo.padded_positives == other.padded_positives;
+  for (std::size_t w = 0; same && w < fifo.grads.size(); ++w)
+    same = same_bits(fifo.grads[w], other.grads[w]);
   if (!same) {
-    verdict.failures.push_back({kScheduleIndependent, "schedule seed " + std::to_string(schedule_seed) +
-                                                          " changed the results' bits"});
+    verdict.failures.push_back(
+        {kScheduleIndependent,
+         "schedule seed " + std::to_string(schedule_seed) + " changed the results' bits"});
   }
 }
 
@@ -76,8 +83,8 @@ void check_uncompensated(const Case& c, const step::DistributedSetup& setup,
   step::RunOptions options;
   options.share_identical_losses = true;
   const step::DistributedResult result = step::run_on_fibers(uncompensated, setup.variant, options);
-  const Matrix<double> grad = Eigen::Map<const Matrix<double>>(
-      result.grads[0].data(), c.embedding_dim(), c.feature_dim());
+  const Matrix<double> grad =
+      Eigen::Map<const Matrix<double>>(result.grads[0].data(), c.embedding_dim(), c.feature_dim());
   const Matrix<double> expected = reference.grad / static_cast<double>(c.mesh.dp);
   const step::Tolerance t = step::tolerance_for(c.scalar);
   const double scale = std::max(max_abs(expected), max_abs(reference.grad_magnitude)) / c.mesh.dp;
@@ -117,8 +124,8 @@ void check_code_paths_in(const Case& c, CaseVerdict& verdict) {
   }
   if (!loss::trainer_uses_batched_path(layout, c.loss)) return;
   verdict.code_paths_checked = true;
-  const auto batched = loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, c.loss,
-                                                               loss::CodePath::batched);
+  const auto batched =
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, c.loss, loss::CodePath::batched);
   const auto loop =
       loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, c.loss, loss::CodePath::loop);
   // The two paths round differently, and a loss lse(z) - z_t near 0 is a
@@ -131,14 +138,15 @@ void check_code_paths_in(const Case& c, CaseVerdict& verdict) {
   const Matrix<double> gb = batched.grad_embeddings.template cast<double>();
   const Matrix<double> gl = loop.grad_embeddings.template cast<double>();
   const double error = max_abs(gb - gl);
-  const double loss_error = std::abs(static_cast<double>(batched.loss) - static_cast<double>(loop.loss));
-  const bool loss_ok = (std::isinf(batched.loss) && batched.loss == loop.loss) ||
-                       loss_error <= t.rtol * logit_scale;
+  const double loss_error =
+      std::abs(static_cast<double>(batched.loss) - static_cast<double>(loop.loss));
+  const bool loss_ok =
+      (std::isinf(batched.loss) && batched.loss == loop.loss) || loss_error <= t.rtol * logit_scale;
   const double grad_bound = t.rtol * (max_abs(gl) + logit_scale * (1.0 + m / c.loss.temperature));
   if (loss_ok && std::isfinite(error) && error <= grad_bound) return;
-  verdict.failures.push_back({kCodePathsAgree, "batched loss " + format(batched.loss) + " vs loop " +
-                                                   format(loop.loss) + ", gradient error " +
-                                                   format(error)});
+  verdict.failures.push_back({kCodePathsAgree, "batched loss " + format(batched.loss) +
+                                                   " vs loop " + format(loop.loss) +
+                                                   ", gradient error " + format(error)});
 }
 
 void check_code_paths(const Case& c, CaseVerdict& verdict) {
@@ -152,7 +160,7 @@ void check_code_paths(const Case& c, CaseVerdict& verdict) {
 }  // namespace
 
 std::vector<std::string> property_names() {
-  return {kGradientMatches, kUncompensatedRatio, kCodePathsAgree, kScheduleIndependent,
+  return {kGradientMatches, kUncompensatedRatio,   kCodePathsAgree, kScheduleIndependent,
           kEqualLoss,       kPaddingSkipsPositive, kNoCrash};
 }
 

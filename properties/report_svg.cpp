@@ -76,7 +76,7 @@ class Svg {
 // Values in reading order: numbers (and buckets "3-4") by their first number,
 // then words.
 std::vector<std::pair<std::string, std::int64_t>> ordered_values(
-    const std::map<std::string, std::int64_t>& values) {
+    const Coverage::mapped_type& values) {
   std::vector<std::pair<std::string, std::int64_t>> ordered(values.begin(), values.end());
   auto key = [](const std::string& value) {
     char* end = nullptr;

@@ -27,9 +27,11 @@ struct GlobalBatch {
 template <class Scalar>
 std::vector<std::byte> matrix_to_bytes(const Matrix<Scalar>& m) {
   const std::int64_t header[2] = {m.rows(), m.cols()};
-  std::vector<std::byte> bytes(sizeof(header) + sizeof(Scalar) * static_cast<std::size_t>(m.size()));
+  std::vector<std::byte> bytes(sizeof(header) +
+                               sizeof(Scalar) * static_cast<std::size_t>(m.size()));
   std::memcpy(bytes.data(), header, sizeof(header));
-  if (m.size() > 0) std::memcpy(bytes.data() + sizeof(header), m.data(), bytes.size() - sizeof(header));
+  if (m.size() > 0)
+    std::memcpy(bytes.data() + sizeof(header), m.data(), bytes.size() - sizeof(header));
   return bytes;
 }
 
@@ -39,8 +41,10 @@ Matrix<Scalar> matrix_from_bytes(const std::vector<std::byte>& bytes) {
   INFONCE_ASSERT(bytes.size() >= sizeof(header));
   std::memcpy(header, bytes.data(), sizeof(header));
   Matrix<Scalar> m(header[0], header[1]);
-  INFONCE_ASSERT(bytes.size() == sizeof(header) + sizeof(Scalar) * static_cast<std::size_t>(m.size()));
-  if (m.size() > 0) std::memcpy(m.data(), bytes.data() + sizeof(header), bytes.size() - sizeof(header));
+  INFONCE_ASSERT(bytes.size() ==
+                 sizeof(header) + sizeof(Scalar) * static_cast<std::size_t>(m.size()));
+  if (m.size() > 0)
+    std::memcpy(m.data(), bytes.data() + sizeof(header), bytes.size() - sizeof(header));
   return m;
 }
 
@@ -55,7 +59,8 @@ struct Gathered {
 // each flattened one level: per-shard matrices, and the labels concatenated.
 template <class Scalar>
 Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_group,
-                                const Matrix<Scalar>& local, const std::vector<std::uint8_t>& labels) {
+                                const Matrix<Scalar>& local,
+                                const std::vector<std::uint8_t>& labels) {
   Gathered<Scalar> out;
   for (const auto& bytes : comm.all_gather_object(dp_group, matrix_to_bytes(local))) {
     out.embeddings.push_back(matrix_from_bytes<Scalar>(bytes));
@@ -72,8 +77,8 @@ Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_gr
 // into buffers of those shapes, then the labels (unless the mutant skips it).
 template <class Scalar>
 Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_group,
-                                const Matrix<Scalar>& local, const std::vector<std::uint8_t>& labels,
-                                bool gather_labels) {
+                                const Matrix<Scalar>& local,
+                                const std::vector<std::uint8_t>& labels, bool gather_labels) {
   const std::int64_t my_shape[3] = {local.rows(), local.cols(),
                                     static_cast<std::int64_t>(labels.size())};
   const std::vector<std::int64_t> shapes = comm.all_gather(dp_group, std::span(my_shape));
@@ -146,9 +151,12 @@ double accumulation_divisor(const Case& c, const StepVariant& v) {
   const double steps = c.accumulation_steps;
   const double once = c.accumulation_normalize ? steps : 1.0;
   switch (v.accumulation) {
-    case AccumulationScaling::once: return once;
-    case AccumulationScaling::missing: return 1.0;
-    case AccumulationScaling::twice: return once * steps;
+    case AccumulationScaling::once:
+      return once;
+    case AccumulationScaling::missing:
+      return 1.0;
+    case AccumulationScaling::twice:
+      return once * steps;
   }
   INFONCE_ASSERT(false);
   return 1.0;
@@ -229,16 +237,16 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
       global.labels = std::move(labels);
     }
 
-    loss::GroupLayout layout = loss::parse_groups(
-        global.labels, static_cast<std::int32_t>(global.embeddings.rows()));
+    loss::GroupLayout layout =
+        loss::parse_groups(global.labels, static_cast<std::int32_t>(global.embeddings.rows()));
     if (c.loss.hard_negatives) {
       layout = loss::resize_hard_negatives(layout, *c.loss.hard_negatives, c.loss.padding,
                                            padding.plan->source(micro, padding.stream));
     }
     out.padded_positives += count_padded_positives(layout);
 
-    const auto result = loss_and_gradient(shared, micro, global.embeddings, layout, c.loss,
-                                          loss_variant);
+    const auto result =
+        loss_and_gradient(shared, micro, global.embeddings, layout, c.loss, loss_variant);
     const Scalar reported = v.scale_reported_loss ? result->loss * scale : result->loss;
     out.reported_loss += reported / divisor;
 
@@ -247,8 +255,8 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     Matrix<Scalar> grad_weight =
         loss::encode_backward(weight, features, c.encoder_normalize, own_grad);
     grad_weight *= scale / divisor;
-    gradient.accumulate(std::span<const Scalar>(grad_weight.data(),
-                                                static_cast<std::size_t>(grad_weight.size())));
+    gradient.accumulate(
+        std::span<const Scalar>(grad_weight.data(), static_cast<std::size_t>(grad_weight.size())));
   }
   gradient.reduce(comm, dp_group,
                   c.reduction == Reduction::mean ? sim::GradientReduction::mean_over_world

@@ -47,7 +47,9 @@ DistributedResult fibers_in(const Case& c, const StepVariant& variant, const Run
   return result;
 }
 
-double max_abs(const Matrix<double>& m) { return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff(); }
+double max_abs(const Matrix<double>& m) {
+  return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff();
+}
 
 // Equal bits, NaN included: the schedule-independence claim is about bits.
 bool same_bits(double a, double b) {
@@ -105,10 +107,9 @@ CaseReport evaluate(const Case& c, const DistributedResult& distributed,
         c.loss.use_batch ? 0 : static_cast<std::size_t>(rank - c.mesh.replica(rank));
     report.losses_equal =
         report.losses_equal && same_bits(distributed.losses[w], distributed.losses[peer]);
-    const double expected = c.loss.use_batch
-                                ? reference.loss
-                                : reference.shard_losses[static_cast<std::size_t>(
-                                      c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    const double expected = c.loss.use_batch ? reference.loss
+                                             : reference.shard_losses[static_cast<std::size_t>(
+                                                   c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
     report.loss_matches =
         report.loss_matches && scalar_close(distributed.losses[w], expected, report.tolerance);
   }
@@ -119,9 +120,9 @@ CaseReport evaluate(const Case& c, const DistributedResult& distributed,
   report.rel_err = ref_scale > 0 ? report.max_abs_err / ref_scale : report.max_abs_err;
   report.scaled_err =
       report.error_scale > 0 ? report.max_abs_err / report.error_scale : report.max_abs_err;
-  report.grad_matches = std::isfinite(report.max_abs_err) &&
-                        report.max_abs_err <=
-                            report.tolerance.atol + report.tolerance.rtol * report.error_scale;
+  report.grad_matches =
+      std::isfinite(report.max_abs_err) &&
+      report.max_abs_err <= report.tolerance.atol + report.tolerance.rtol * report.error_scale;
   const double ref_norm2 = reference.grad.squaredNorm();
   if (ref_norm2 > 0) report.ratio = report.grad.cwiseProduct(reference.grad).sum() / ref_norm2;
 

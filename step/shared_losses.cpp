@@ -3,7 +3,6 @@
 #include <cstring>
 #include <span>
 
-
 namespace infonce::step {
 namespace {
 
@@ -50,8 +49,8 @@ std::uint64_t input_hash(std::int32_t micro, const Matrix<Scalar>& embeddings,
 template <class Scalar>
 bool same_bits(const Matrix<Scalar>& a, const Matrix<Scalar>& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
-         (a.size() == 0 ||
-          std::memcmp(a.data(), b.data(), sizeof(Scalar) * static_cast<std::size_t>(a.size())) == 0);
+         (a.size() == 0 || std::memcmp(a.data(), b.data(),
+                                       sizeof(Scalar) * static_cast<std::size_t>(a.size())) == 0);
 }
 
 }  // namespace
@@ -81,9 +80,9 @@ std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::loss_
     return e->result;
   }
   ++evaluations_;
-  auto result = std::make_shared<const loss::LossAndGradient<Scalar>>(
-      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings,
-                                              loss::CodePath::automatic, variant));
+  auto result =
+      std::make_shared<const loss::LossAndGradient<Scalar>>(loss::infonce_loss_and_gradient<Scalar>(
+          embeddings, layout, settings, loss::CodePath::automatic, variant));
   if (entries_.size() < kMaxEntries) {
     index_.emplace(key, entries_.size());
     entries_.push_back(Entry{micro, embeddings, layout, result});

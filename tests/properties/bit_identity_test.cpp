@@ -121,7 +121,8 @@ TEST(BitIdentity, CampaignReportIsTheRecordedOne) {
   options.seed = 7;
   options.cases = 300;
   report.result = run_campaign(options);
-  std::ifstream in(std::string(INFONCE_SOURCE_DIR) + "/tests/properties/golden/campaign-seed7-300.json");
+  std::ifstream in(std::string(INFONCE_SOURCE_DIR) +
+                   "/tests/properties/golden/campaign-seed7-300.json");
   ASSERT_TRUE(in) << "golden report missing";
   std::stringstream golden;
   golden << in.rdbuf();

@@ -12,7 +12,9 @@
 namespace infonce::step {
 namespace {
 
-Matrix<double> embeddings_2x2(double corner) { return Matrix<double>{{corner, 0.5}, {-0.25, 2.0}}; }
+Matrix<double> embeddings_2x2(double corner) {
+  return Matrix<double>{{corner, 0.5}, {-0.25, 2.0}};
+}
 
 loss::GroupLayout one_pair() {
   loss::GroupLayout layout;
