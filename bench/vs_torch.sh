@@ -53,7 +53,7 @@ trap 'rm -rf "$work"' EXIT
 dir="$work/cases"
 
 now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.6f", b - a }'; }
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.2f", n / s }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / b }'; }
 
@@ -101,7 +101,7 @@ echo "machine: $(grep -m 1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ 
 echo "infonce-sim: $pinned; torch: as many cores as it uses (one gloo process per rank)"
 echo
 printf '%-62s %12s\n' "figure ($files case files)" "cases/s"
-printf '%-62s %12s\n' "torch DDP driver, whole run (wall $torch_seconds s)" "$torch_rate"
+printf '%-62s %12s\n' "torch DDP driver, whole run (wall $(printf %.2f "$torch_seconds") s)" "$torch_rate"
 if [[ -n "$spawn_seconds" && -n "$driver_seconds" ]]; then
   steady=$(awk -v a="$driver_seconds" -v b="$spawn_seconds" 'BEGIN { printf "%.2f", a - b }')
   printf '%-62s %12s\n' "  DDP steps only (driver's own timer, minus spawning: $steady s)" \
