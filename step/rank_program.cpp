@@ -35,23 +35,31 @@ std::vector<std::byte> matrix_to_bytes(const Matrix<Scalar>& m) {
   return bytes;
 }
 
-template <class Scalar>
-Matrix<Scalar> matrix_from_bytes(const std::vector<std::byte>& bytes) {
+// One gathered shard: its shape and its row-major values, inside the storage
+// of the Gathered that holds it.
+struct ShardView {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  const std::byte* values = nullptr;
+};
+
+ShardView shard_from_bytes(const std::vector<std::byte>& bytes, std::size_t scalar_bytes) {
   std::int64_t header[2];
   INFONCE_ASSERT(bytes.size() >= sizeof(header));
   std::memcpy(header, bytes.data(), sizeof(header));
-  Matrix<Scalar> m(header[0], header[1]);
+  INFONCE_ASSERT(header[0] >= 0 && header[1] >= 0);
   INFONCE_ASSERT(bytes.size() ==
-                 sizeof(header) + sizeof(Scalar) * static_cast<std::size_t>(m.size()));
-  if (m.size() > 0)
-    std::memcpy(m.data(), bytes.data() + sizeof(header), bytes.size() - sizeof(header));
-  return m;
+                 sizeof(header) + scalar_bytes * static_cast<std::size_t>(header[0] * header[1]));
+  return {header[0], header[1], bytes.data() + sizeof(header)};
 }
 
-// Per-shard embeddings and labels, in DP-rank order.
+// Per-shard embeddings (views, in DP-rank order) and labels. The rows are
+// copied once, straight into the global batch (assemble).
 template <class Scalar>
 struct Gathered {
-  std::vector<Matrix<Scalar>> embeddings;
+  std::vector<std::vector<std::byte>> objects;  // object path: the shards' serialized matrices
+  std::vector<Scalar> values;                   // tensor path: every shard's values
+  std::vector<ShardView> shards;
   std::vector<std::uint8_t> labels;  // already flattened (or local only)
 };
 
@@ -62,9 +70,9 @@ Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_gr
                                 const Matrix<Scalar>& local,
                                 const std::vector<std::uint8_t>& labels) {
   Gathered<Scalar> out;
-  for (const auto& bytes : comm.all_gather_object(dp_group, matrix_to_bytes(local))) {
-    out.embeddings.push_back(matrix_from_bytes<Scalar>(bytes));
-  }
+  out.objects = comm.all_gather_object(dp_group, matrix_to_bytes(local));
+  for (const auto& bytes : out.objects)
+    out.shards.push_back(shard_from_bytes(bytes, sizeof(Scalar)));
   const std::span<const std::byte> label_bytes(reinterpret_cast<const std::byte*>(labels.data()),
                                                labels.size());
   for (const auto& bytes : comm.all_gather_object(dp_group, label_bytes)) {
@@ -88,17 +96,17 @@ Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_gr
     data_counts[i] = shapes[3 * i] * shapes[3 * i + 1];
     label_counts[i] = shapes[3 * i + 2];
   }
-  const std::vector<Scalar> data = comm.all_gather_v(
+  Gathered<Scalar> out;
+  out.values = comm.all_gather_v(
       dp_group, std::span<const Scalar>(local.data(), static_cast<std::size_t>(local.size())),
       data_counts);
-  Gathered<Scalar> out;
   std::size_t cursor = 0;
   for (std::int32_t i = 0; i < members; ++i) {
-    Matrix<Scalar> m(shapes[3 * i], shapes[3 * i + 1]);
-    std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(cursor), m.size(), m.data());
-    cursor += static_cast<std::size_t>(m.size());
-    out.embeddings.push_back(std::move(m));
+    out.shards.push_back({shapes[3 * i], shapes[3 * i + 1],
+                          reinterpret_cast<const std::byte*>(out.values.data() + cursor)});
+    cursor += static_cast<std::size_t>(data_counts[i]);
   }
+  INFONCE_ASSERT(cursor == out.values.size());
   if (!gather_labels) {
     out.labels = labels;
     return out;
@@ -110,29 +118,38 @@ Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_gr
   return out;
 }
 
-// Replaces slot `own_slot` with the live local rows (every other slot is a
-// constant) and concatenates in slot order.
+// Slot `own_slot` holds the live local rows (every other slot is a constant);
+// the slots are concatenated in order.
 template <class Scalar>
 GlobalBatch<Scalar> assemble(Gathered<Scalar> gathered, const Matrix<Scalar>& local,
                              std::int32_t own_slot) {
-  const auto slots = static_cast<std::int32_t>(gathered.embeddings.size());
+  const auto slots = static_cast<std::int32_t>(gathered.shards.size());
   if (own_slot >= slots) {
     // The trainer's `all_sentences[rank] = sentences` raises IndexError here.
     throw InputError("own slot " + std::to_string(own_slot) + " is outside the " +
                      std::to_string(slots) + " gathered shards (IndexError in the trainer)");
   }
-  gathered.embeddings[own_slot] = local;
   GlobalBatch<Scalar> global;
   std::int64_t rows = 0;
   for (std::int32_t i = 0; i < slots; ++i) {
     if (i == own_slot) global.own_offset = rows;
-    rows += gathered.embeddings[i].rows();
+    rows += i == own_slot ? local.rows() : gathered.shards[i].rows;
   }
   global.embeddings.resize(rows, local.cols());
   std::int64_t row = 0;
-  for (const auto& m : gathered.embeddings) {
-    global.embeddings.middleRows(row, m.rows()) = m;
-    row += m.rows();
+  for (std::int32_t i = 0; i < slots; ++i) {
+    if (i == own_slot) {
+      global.embeddings.middleRows(row, local.rows()) = local;
+      row += local.rows();
+      continue;
+    }
+    const ShardView& shard = gathered.shards[i];
+    if (shard.rows > 0) {
+      INFONCE_ASSERT(shard.cols == local.cols());
+      std::memcpy(global.embeddings.row(row).data(), shard.values,
+                  sizeof(Scalar) * static_cast<std::size_t>(shard.rows * shard.cols));
+    }
+    row += shard.rows;
   }
   global.labels = std::move(gathered.labels);
   return global;

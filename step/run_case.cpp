@@ -39,6 +39,8 @@ DistributedResult fibers_in(const Case& c, const StepVariant& variant, const Run
         run_rank_program<Scalar>(comm, c, variant, sharing);
   });
   DistributedResult result;
+  result.losses.reserve(outputs.size());
+  result.grads.reserve(outputs.size());
   for (const auto& rank : outputs) {
     result.losses.push_back(static_cast<double>(rank.reported_loss));
     result.grads.emplace_back(rank.grad.begin(), rank.grad.end());
