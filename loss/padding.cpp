@@ -1,5 +1,6 @@
 #include "loss/padding.hpp"
 
+#include <span>
 #include <string>
 #include <utility>
 
@@ -49,8 +50,8 @@ PaddingDrawSource& GeneratedPadding::source(std::int32_t /*micro*/, std::int32_t
 
 class RecordedPadding::Source final : public PaddingDrawSource {
  public:
-  Source(std::vector<std::int32_t> draws, std::int32_t micro, std::int32_t stream)
-      : draws_(std::move(draws)), micro_(micro), stream_(stream) {}
+  Source(std::span<const std::int32_t> draws, std::int32_t micro, std::int32_t stream)
+      : draws_(draws), micro_(micro), stream_(stream) {}
 
   std::int32_t draw(std::int32_t negative_count) override {
     INFONCE_ASSERT(negative_count >= 1);
@@ -64,46 +65,53 @@ class RecordedPadding::Source final : public PaddingDrawSource {
     return j;
   }
 
-  void check_all_used() const {
-    if (next_ < draws_.size()) {
-      throw InputError(draws_key(micro_, stream_) + ": " + std::to_string(draws_.size() - next_) +
-                       " draws left unused");
-    }
-  }
+  std::size_t unused() const { return draws_.size() - next_; }
 
  private:
-  std::vector<std::int32_t> draws_;
+  std::span<const std::int32_t> draws_;
   std::size_t next_ = 0;
   std::int32_t micro_;
   std::int32_t stream_;
 };
 
-RecordedPadding::RecordedPadding(const RecordedDraws& draws) {
-  sources_.resize(draws.size());
-  for (std::size_t m = 0; m < draws.size(); ++m) {
-    for (std::size_t s = 0; s < draws[m].size(); ++s) {
-      sources_[m].push_back(std::make_unique<Source>(draws[m][s], static_cast<std::int32_t>(m),
-                                                     static_cast<std::int32_t>(s)));
-    }
-  }
+RecordedPadding::RecordedPadding(const RecordedDraws& draws) : owned_(draws), draws_(&owned_) {}
+
+RecordedPadding::RecordedPadding(Viewing, const RecordedDraws& draws) : draws_(&draws) {}
+
+std::unique_ptr<RecordedPadding> RecordedPadding::viewing(const RecordedDraws& draws) {
+  return std::unique_ptr<RecordedPadding>(new RecordedPadding(Viewing{}, draws));
 }
 
 PaddingDrawSource& RecordedPadding::source(std::int32_t micro, std::int32_t stream) {
-  if (micro < 0 || static_cast<std::size_t>(micro) >= sources_.size()) {
+  const RecordedDraws& draws = *draws_;
+  if (micro < 0 || static_cast<std::size_t>(micro) >= draws.size()) {
     throw InputError(draws_key(micro, stream) + ": no such micro-step (padding_draws has " +
-                     std::to_string(sources_.size()) + ")");
+                     std::to_string(draws.size()) + ")");
   }
-  const auto& streams = sources_[static_cast<std::size_t>(micro)];
+  const auto& streams = draws[static_cast<std::size_t>(micro)];
   if (stream < 0 || static_cast<std::size_t>(stream) >= streams.size()) {
     throw InputError(draws_key(micro, stream) + ": no such stream (padding_draws[" +
                      std::to_string(micro) + "] has " + std::to_string(streams.size()) + ")");
   }
-  return *streams[static_cast<std::size_t>(stream)];
+  auto& source = sources_[{micro, stream}];
+  if (!source)
+    source = std::make_unique<Source>(streams[static_cast<std::size_t>(stream)], micro, stream);
+  return *source;
 }
 
 void RecordedPadding::check_all_used() const {
-  for (const auto& streams : sources_) {
-    for (const auto& source : streams) source->check_all_used();
+  const RecordedDraws& draws = *draws_;
+  for (std::size_t m = 0; m < draws.size(); ++m) {
+    for (std::size_t s = 0; s < draws[m].size(); ++s) {
+      const auto micro = static_cast<std::int32_t>(m);
+      const auto stream = static_cast<std::int32_t>(s);
+      const auto it = sources_.find({micro, stream});
+      const std::size_t unused = it == sources_.end() ? draws[m][s].size() : it->second->unused();
+      if (unused > 0) {
+        throw InputError(draws_key(micro, stream) + ": " + std::to_string(unused) +
+                         " draws left unused");
+      }
+    }
   }
 }
 

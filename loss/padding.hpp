@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "base/rng.hpp"
@@ -38,17 +40,27 @@ class GeneratedPadding final : public PaddingPlan {
 };
 
 // Replays recorded draws; running out, or an index outside [0, k), is an
-// InputError naming padding_draws[micro][stream].
+// InputError naming padding_draws[micro][stream]. A (micro, stream) whose
+// source is never asked for must have no draws (check_all_used).
 class RecordedPadding final : public PaddingPlan {
  public:
+  // Keeps a copy of the draws.
   explicit RecordedPadding(const RecordedDraws& draws);
+  // Reads `draws` in place: they must outlive the plan. (A rank of a step
+  // reads one stream of a case's draws, which may hold every rank's.)
+  static std::unique_ptr<RecordedPadding> viewing(const RecordedDraws& draws);
   ~RecordedPadding() override;
   PaddingDrawSource& source(std::int32_t micro, std::int32_t stream) override;
   void check_all_used() const override;
 
  private:
+  struct Viewing {};
+  RecordedPadding(Viewing, const RecordedDraws& draws);
   class Source;
-  std::vector<std::vector<std::unique_ptr<Source>>> sources_;
+  RecordedDraws owned_;         // empty when viewing
+  const RecordedDraws* draws_;  // owned_ or the viewed draws
+  std::map<std::pair<std::int32_t, std::int32_t>, std::unique_ptr<Source>>
+      sources_;  // made on first use
 };
 
 }  // namespace infonce::loss

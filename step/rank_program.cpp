@@ -188,7 +188,7 @@ struct RankPadding {
 
 RankPadding rank_padding(const Case& c, std::int32_t world_rank) {
   if (c.padding_draws) {
-    return {std::make_unique<loss::RecordedPadding>(*c.padding_draws), c.mesh.dp_rank(world_rank)};
+    return {loss::RecordedPadding::viewing(*c.padding_draws), c.mesh.dp_rank(world_rank)};
   }
   return {std::make_unique<loss::GeneratedPadding>(
               std::vector<std::uint64_t>{padding_seed_of_rank(c, world_rank)}),
