@@ -1,5 +1,7 @@
 #include "loss/groups.hpp"
 
+#include <algorithm>
+
 #include <string>
 
 #include "base/assert.hpp"
@@ -16,6 +18,9 @@ void GroupLayout::add_group(std::span<const std::int32_t> group_rows) {
 std::vector<std::uint8_t> labels_for_negative_counts(
     std::span<const std::int32_t> negative_counts) {
   std::vector<std::uint8_t> labels;
+  std::size_t rows = 0;
+  for (const std::int32_t k : negative_counts) rows += 1 + static_cast<std::size_t>(std::max(k, 0));
+  labels.reserve(rows);
   for (std::size_t g = 0; g < negative_counts.size(); ++g) {
     const std::int32_t k = negative_counts[g];
     if (k < 0) {
@@ -32,6 +37,9 @@ GroupLayout parse_groups(std::span<const std::uint8_t> labels, std::int32_t row_
   // numpy: split = nonzero(labels) + [len(labels)], then split += arange(len(split)).
   // A label is "1" when nonzero, as torch.nonzero reads it.
   std::vector<std::int64_t> split;
+  split.reserve(static_cast<std::size_t>(
+                    std::ranges::count_if(labels, [](std::uint8_t l) { return l != 0; })) +
+                1);
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] != 0) split.push_back(static_cast<std::int64_t>(i));
   }

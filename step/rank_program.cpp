@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
@@ -71,12 +72,14 @@ Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_gr
                                 const std::vector<std::uint8_t>& labels) {
   Gathered<Scalar> out;
   out.objects = comm.all_gather_object(dp_group, matrix_to_bytes(local));
+  out.shards.reserve(out.objects.size());
   for (const auto& bytes : out.objects)
     out.shards.push_back(shard_from_bytes(bytes, sizeof(Scalar)));
   const std::span<const std::byte> label_bytes(reinterpret_cast<const std::byte*>(labels.data()),
                                                labels.size());
   for (const auto& bytes : comm.all_gather_object(dp_group, label_bytes)) {
-    for (std::byte b : bytes) out.labels.push_back(static_cast<std::uint8_t>(b));
+    const auto* first = reinterpret_cast<const std::uint8_t*>(bytes.data());
+    out.labels.insert(out.labels.end(), first, first + bytes.size());
   }
   return out;
 }
@@ -101,6 +104,7 @@ Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_gr
       dp_group, std::span<const Scalar>(local.data(), static_cast<std::size_t>(local.size())),
       data_counts);
   std::size_t cursor = 0;
+  out.shards.reserve(static_cast<std::size_t>(members));
   for (std::int32_t i = 0; i < members; ++i) {
     out.shards.push_back({shapes[3 * i], shapes[3 * i + 1],
                           reinterpret_cast<const std::byte*>(out.values.data() + cursor)});
@@ -112,9 +116,9 @@ Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_gr
     return out;
   }
   const std::vector<std::int64_t> wide(labels.begin(), labels.end());
-  for (std::int64_t label : comm.all_gather_v(dp_group, std::span(wide), label_counts)) {
-    out.labels.push_back(static_cast<std::uint8_t>(label));
-  }
+  const std::vector<std::int64_t> gathered =
+      comm.all_gather_v(dp_group, std::span(wide), label_counts);
+  out.labels.assign(gathered.begin(), gathered.end());  // each label is 0 or 1
   return out;
 }
 
@@ -195,6 +199,17 @@ RankPadding rank_padding(const Case& c, std::int32_t world_rank) {
           0};
 }
 
+// `m` in Scalar: itself when it already is, else cast into `storage`.
+template <class Scalar>
+const Matrix<Scalar>& as_scalar(const Matrix<double>& m, Matrix<Scalar>& storage) {
+  if constexpr (std::is_same_v<Scalar, double>) {
+    return m;
+  } else {
+    storage = m.cast<Scalar>();
+    return storage;
+  }
+}
+
 template <class Scalar>
 std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
     SharedLosses<Scalar>* shared, std::int32_t micro, const Matrix<Scalar>& embeddings,
@@ -236,9 +251,10 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
 
   RankOutput<Scalar> out;
   sim::GradientBuffer<Scalar> gradient(static_cast<std::size_t>(weight.size()));
+  Matrix<Scalar> features_storage;  // float cases: the features cast to float
   for (std::int32_t micro = 0; micro < c.accumulation_steps; ++micro) {
     const loss::ShardBatch& batch = c.batches[micro][dp_rank];
-    const Matrix<Scalar> features = batch.features.cast<Scalar>();
+    const Matrix<Scalar>& features = as_scalar<Scalar>(batch.features, features_storage);
     const Matrix<Scalar> local = loss::encode(weight, features, c.encoder_normalize);
     std::vector<std::uint8_t> labels = loss::labels_for_negative_counts(batch.negative_counts);
 
