@@ -20,42 +20,6 @@ namespace infonce::sim::detail {
 
 namespace {
 
-const char* kind_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::split:
-      return "split";
-    case CollectiveKind::all_gather:
-      return "all_gather";
-    case CollectiveKind::all_gather_v:
-      return "all_gather_v";
-    case CollectiveKind::all_gather_object:
-      return "all_gather_object";
-    case CollectiveKind::all_reduce:
-      return "all_reduce";
-    case CollectiveKind::broadcast:
-      return "broadcast";
-    case CollectiveKind::barrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-const char* element_name(ElementType element) {
-  switch (element) {
-    case ElementType::none:
-      return "";
-    case ElementType::f64:
-      return "double";
-    case ElementType::f32:
-      return "float";
-    case ElementType::i64:
-      return "int64";
-    case ElementType::byte:
-      return "bytes";
-  }
-  return "?";
-}
-
 std::string format_counts(std::span<const std::int64_t> counts) {
   constexpr std::size_t kShown = 8;
   std::string text = "[";
@@ -99,10 +63,6 @@ bool compatible(const Call& a, const Call& b) {
 }
 
 // "1 value", "3 values"
-std::string counted(std::int64_t n, const char* noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
-}
-
 std::string world_ranks_text(const std::vector<std::int32_t>& ranks) {
   return (ranks.size() == 1 ? "world rank " + std::to_string(ranks[0])
                             : "world ranks " + format_ranks(ranks));

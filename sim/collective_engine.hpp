@@ -30,41 +30,11 @@
 
 #include <boost/fiber/context.hpp>
 
+#include "sim/collective_kind.hpp"
 #include "sim/communicator.hpp"
 #include "sim/fiber_simulation.hpp"
 
 namespace infonce::sim::detail {
-
-enum class CollectiveKind : std::uint8_t {
-  split,
-  all_gather,
-  all_gather_v,
-  all_gather_object,
-  all_reduce,
-  broadcast,
-  barrier,
-};
-
-enum class ElementType : std::uint8_t { none, f64, f32, i64, byte };
-
-template <class T>
-constexpr ElementType element_type_of();
-template <>
-constexpr ElementType element_type_of<double>() {
-  return ElementType::f64;
-}
-template <>
-constexpr ElementType element_type_of<float>() {
-  return ElementType::f32;
-}
-template <>
-constexpr ElementType element_type_of<std::int64_t>() {
-  return ElementType::i64;
-}
-template <>
-constexpr ElementType element_type_of<std::byte>() {
-  return ElementType::byte;
-}
 
 // Thrown through a rank program once the simulation has failed. Not a
 // std::exception, so `catch (const std::exception&)` in a program lets it pass.

@@ -17,6 +17,7 @@
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
+#include "sim/collective_kind.hpp"
 #include "sim/determinism.hpp"
 #include "sim/mesh.hpp"
 #include "sim/mpi/mpi_runtime.hpp"
@@ -28,35 +29,15 @@ namespace {
 using detail::format_group;
 using detail::format_ranks;
 
-enum class Kind : std::int64_t {
-  split,
-  all_gather,
-  all_gather_v,
-  all_gather_object,
-  all_reduce,
-  broadcast,
-  barrier,
-};
-
-enum class Element : std::int64_t { none, f64, f32, i64, byte };
+using Kind = detail::CollectiveKind;
+using Element = detail::ElementType;
+using detail::counted;
+using detail::element_name;
+using detail::kind_name;
 
 template <class T>
-constexpr Element element_of();
-template <>
-constexpr Element element_of<double>() {
-  return Element::f64;
-}
-template <>
-constexpr Element element_of<float>() {
-  return Element::f32;
-}
-template <>
-constexpr Element element_of<std::int64_t>() {
-  return Element::i64;
-}
-template <>
-constexpr Element element_of<std::byte>() {
-  return Element::byte;
+constexpr Element element_of() {
+  return detail::element_type_of<T>();
 }
 
 template <class T>
@@ -90,46 +71,6 @@ Kind kind_of(const CallRecord& r) {
 }
 Element element_of(const CallRecord& r) {
   return static_cast<Element>(r.element);
-}
-
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::split:
-      return "split";
-    case Kind::all_gather:
-      return "all_gather";
-    case Kind::all_gather_v:
-      return "all_gather_v";
-    case Kind::all_gather_object:
-      return "all_gather_object";
-    case Kind::all_reduce:
-      return "all_reduce";
-    case Kind::broadcast:
-      return "broadcast";
-    case Kind::barrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-const char* element_name(Element element) {
-  switch (element) {
-    case Element::none:
-      return "";
-    case Element::f64:
-      return "double";
-    case Element::f32:
-      return "float";
-    case Element::i64:
-      return "int64";
-    case Element::byte:
-      return "bytes";
-  }
-  return "?";
-}
-
-std::string counted(std::int64_t n, const char* noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
 // The simulator's wording: "all_gather<double>(3 values)", "all_reduce<float>(2 values, sum)".
