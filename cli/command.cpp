@@ -137,9 +137,21 @@ std::optional<CommandMatch> match_command(std::span<const std::string> args) {
   return best;
 }
 
-std::optional<po::variables_map> parse_command_options(const CommandContext& context,
-                                                       po::options_description options) {
+std::optional<po::variables_map> parse_options_and_words(const CommandContext& context,
+                                                         po::options_description options,
+                                                         const std::string& positional_name,
+                                                         int max_count) {
   options.add_options()("help,h", "show this help");
+  po::options_description all;
+  all.add(options);
+  // An empty positional description makes any stray word an error.
+  po::positional_options_description positional;
+  if (!positional_name.empty()) {
+    po::options_description hidden;
+    hidden.add_options()(positional_name.c_str(), po::value<std::vector<std::string>>());
+    all.add(hidden);
+    positional.add(positional_name.c_str(), max_count);
+  }
   const std::string name(context.command.name);
   po::variables_map values;
   try {
@@ -147,11 +159,8 @@ std::optional<po::variables_map> parse_command_options(const CommandContext& con
     const int style =
         po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
     const std::vector<std::string> args(context.args.begin(), context.args.end());
-    // An empty positional description makes any stray word an error.
-    const po::positional_options_description no_positional;
-    po::store(
-        po::command_line_parser(args).options(options).positional(no_positional).style(style).run(),
-        values);
+    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(),
+              values);
     po::notify(values);
   } catch (const po::error& error) {
     throw UsageError(name + ": " + error.what() + " (see " + std::string(kProgram) + " " + name +
@@ -164,6 +173,11 @@ std::optional<po::variables_map> parse_command_options(const CommandContext& con
     return std::nullopt;
   }
   return values;
+}
+
+std::optional<po::variables_map> parse_command_options(const CommandContext& context,
+                                                       po::options_description options) {
+  return parse_options_and_words(context, std::move(options), "", 0);
 }
 
 void require_option(const CommandContext& context, const po::variables_map& values,

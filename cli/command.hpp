@@ -78,6 +78,12 @@ std::optional<CommandMatch> match_command(std::span<const std::string> args);
 std::optional<boost::program_options::variables_map> parse_command_options(
     const CommandContext& context, boost::program_options::options_description options);
 
+// Like parse_command_options, plus positional words collected into
+// `positional_name` (a vector<string> option, at most `max_count`; -1: any).
+std::optional<boost::program_options::variables_map> parse_options_and_words(
+    const CommandContext& context, boost::program_options::options_description options,
+    const std::string& positional_name, int max_count);
+
 // Throws UsageError "<command>: missing --<option> <VALUE>" if it was not given.
 void require_option(const CommandContext& context,
                     const boost::program_options::variables_map& values, std::string_view option,

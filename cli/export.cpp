@@ -75,37 +75,6 @@ std::vector<Mesh> parse_meshes(const std::string& text) {
   return meshes;
 }
 
-// Like parse_command_options, plus the positional DIR.
-std::optional<po::variables_map> parse_export_options(const CommandContext& context,
-                                                      po::options_description options) {
-  options.add_options()("help,h", "show this help");
-  po::options_description hidden;
-  hidden.add_options()("dir", po::value<std::string>());
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description positional;
-  positional.add("dir", 1);
-  po::variables_map values;
-  try {
-    const int style =
-        po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    const std::vector<std::string> args(context.args.begin(), context.args.end());
-    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(),
-              values);
-    po::notify(values);
-  } catch (const po::error& error) {
-    throw UsageError(std::string("export: ") + error.what() + " (see " + std::string(kProgram) +
-                     " export --help)");
-  }
-  if (values.count("help") != 0) {
-    context.out << "usage: " << kProgram << " export " << kUsage << "\n\n"
-                << context.command.summary << "\n\n"
-                << options;
-    return std::nullopt;
-  }
-  return values;
-}
-
 std::optional<ExportOptions> parse(const CommandContext& context) {
   ExportOptions o;
   std::string limits = "default", mesh, compensate = "true", padding = "fixed";
@@ -120,11 +89,11 @@ std::optional<ExportOptions> parse(const CommandContext& context) {
       "the fix on, off, or both (files NAME-fixed.json and NAME-prefix.json)")(
       "padding", po::value(&padding)->value_name("both|fixed|legacy"),
       "hard-negative padding; both adds a NAME-legacypad twin of every case with hard_negatives");
-  const auto values = parse_export_options(context, options);
+  const auto values = parse_options_and_words(context, options, "dir", 1);
   if (!values) return std::nullopt;
   require_option(context, *values, "cases", "K");
   if (values->count("dir") == 0) throw UsageError("export: missing DIR (where the case files go)");
-  o.dir = (*values)["dir"].as<std::string>();
+  o.dir = (*values)["dir"].as<std::vector<std::string>>().front();
   if (o.cases < 1) throw UsageError("export: --cases must be at least 1");
   if (limits == "typical") {
     o.limits = properties::typical_limits();

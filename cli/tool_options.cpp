@@ -91,39 +91,6 @@ std::string temporary_sibling(const fs::path& path) {
 
 }  // namespace
 
-std::optional<po::variables_map> parse_options_and_words(const CommandContext& context,
-                                                         po::options_description options,
-                                                         const std::string& positional_name,
-                                                         int max_count) {
-  options.add_options()("help,h", "show this help");
-  po::options_description hidden;
-  hidden.add_options()(positional_name.c_str(), po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description positional;
-  positional.add(positional_name.c_str(), max_count);
-  const std::string name(context.command.name);
-  po::variables_map values;
-  try {
-    const int style =
-        po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    const std::vector<std::string> args(context.args.begin(), context.args.end());
-    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(),
-              values);
-    po::notify(values);
-  } catch (const po::error& error) {
-    throw UsageError(name + ": " + error.what() + " (see " + std::string(kProgram) + " " + name +
-                     " --help)");
-  }
-  if (values.count("help") != 0) {
-    context.out << "usage: " << kProgram << ' ' << name << ' ' << context.command.usage << "\n\n"
-                << context.command.summary << "\n\n"
-                << options;
-    return std::nullopt;
-  }
-  return values;
-}
-
 std::uint64_t seed_of_commit(std::string_view hex) {
   INFONCE_ASSERT(is_commit_hash(hex));
   const std::uint64_t prefix = *parse_u64(lower(hex.substr(0, 7)), 16);

@@ -19,12 +19,6 @@
 
 namespace infonce::cli {
 
-// Like parse_command_options, plus positional words collected into
-// `positional_name` (a vector<string> option, at most `max_count`; -1: any).
-std::optional<boost::program_options::variables_map> parse_options_and_words(
-    const CommandContext& context, boost::program_options::options_description options,
-    const std::string& positional_name, int max_count);
-
 struct SeedChoice {
   std::uint64_t seed = 1;
   std::string source;  // "" for a number; "commit <hex>" for a commit
