@@ -283,7 +283,34 @@ class Campaign {
             {cases_done_, failure == kNoFailure ? std::nullopt : std::optional(failure)});
       }
       work_.emplace(slot, std::move(done));
+      fold_ready_blocks();
     }
+  }
+
+  // Whether assemble() would merge this block and go on to the next one.
+  static bool plain(const BlockWork& work) {
+    return !work.aborted && !work.record.failure_index && !work.truncated;
+  }
+
+  // Merges the finished blocks at the front of the slot order into `folded_`
+  // as they arrive (what assemble() would do with them), so memory stays
+  // bounded however long a campaign runs: a block's tally holds its coverage
+  // maps, and a 10-minute campaign has hundreds of thousands of blocks.
+  // Stops at the first block assemble() treats specially.
+  void fold_ready_blocks() {
+    for (auto it = work_.find(next_fold_slot_); it != work_.end() && plain(it->second);
+         it = work_.find(next_fold_slot_)) {
+      merge_block(it->second.record, folded_);
+      work_.erase(it);
+      ++next_fold_slot_;
+    }
+  }
+
+  void merge_block(const BlockRecord& record, CampaignResult& result) const {
+    result.merge(record.tally);
+    if (record.divergence && !result.divergence) result.divergence = record.divergence;
+    add_covered(result.covered, record);
+    if (options_.keep_blocks) result.blocks.push_back(record);
   }
 
   BlockWork run_block(std::int64_t block) {
@@ -331,10 +358,10 @@ class Campaign {
   // that is missing, partial, aborted or failing (that one included unless
   // aborted or missing).
   CampaignResult assemble() {
-    CampaignResult result;
+    CampaignResult result = std::move(folded_);
     const BlockWork* failing = nullptr;
     bool complete = true;
-    for (std::int64_t slot = 0;; ++slot) {
+    for (std::int64_t slot = next_fold_slot_;; ++slot) {
       const auto it = work_.find(slot);
       if (it == work_.end()) {
         const std::int64_t block = block_of_slot(options_.shard, slot);
@@ -346,9 +373,7 @@ class Campaign {
         complete = false;
         break;
       }
-      result.merge(work.record.tally);
-      if (work.record.divergence && !result.divergence) result.divergence = work.record.divergence;
-      result.blocks.push_back(work.record);
+      merge_block(work.record, result);
       if (work.record.failure_index) {
         failing = &work;
         break;
@@ -358,8 +383,6 @@ class Campaign {
         break;
       }
     }
-    result.covered = covered_ranges(result.blocks);
-    if (!options_.keep_blocks) result.blocks.clear();
     if (failing != nullptr) {
       result.stopped_by = StopReason::failure;
       const std::int64_t index = *failing->record.failure_index;
@@ -381,7 +404,9 @@ class Campaign {
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
   std::int64_t cases_done_ = 0;
-  std::map<std::int64_t, BlockWork> work_;  // by slot
+  std::map<std::int64_t, BlockWork> work_;  // by slot, from next_fold_slot_ on
+  CampaignResult folded_;                   // blocks [0, next_fold_slot_) merged
+  std::int64_t next_fold_slot_ = 0;
   std::exception_ptr error_;
 };
 
@@ -589,17 +614,19 @@ CampaignResult run_campaign(const CampaignOptions& options) {
   return Campaign(options).run();
 }
 
+void add_covered(std::vector<IndexRange>& ranges, const BlockRecord& block) {
+  if (block.tally.cases_run == 0) return;
+  const IndexRange range{block.first_index(), block.end_index()};
+  if (!ranges.empty() && ranges.back().end == range.begin) {
+    ranges.back().end = range.end;
+  } else {
+    ranges.push_back(range);
+  }
+}
+
 std::vector<IndexRange> covered_ranges(const std::vector<BlockRecord>& blocks) {
   std::vector<IndexRange> ranges;
-  for (const BlockRecord& block : blocks) {
-    if (block.tally.cases_run == 0) continue;
-    const IndexRange range{block.first_index(), block.end_index()};
-    if (!ranges.empty() && ranges.back().end == range.begin) {
-      ranges.back().end = range.end;
-    } else {
-      ranges.push_back(range);
-    }
-  }
+  for (const BlockRecord& block : blocks) add_covered(ranges, block);
   return ranges;
 }
 

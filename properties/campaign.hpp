@@ -191,5 +191,7 @@ CampaignResult run_campaign(const CampaignOptions& options);
 
 // Ranges covered by blocks (sorted, adjacent ranges joined).
 std::vector<IndexRange> covered_ranges(const std::vector<BlockRecord>& blocks);
+// Appends the cases of `block`, which comes after every range in `ranges`.
+void add_covered(std::vector<IndexRange>& ranges, const BlockRecord& block);
 
 }  // namespace infonce::properties
