@@ -56,7 +56,8 @@ po::options_description check_mpi_options(RawOptions& raw) {
       "mutant", po::value(&raw.mutant)->value_name("NAME"), "check a known-wrong variant")(
       "limits", po::value(&raw.limits)->value_name("default|typical"), "generator distribution")(
       "self-check", po::bool_switch(&raw.self_check),
-      "rerun every 16th case (generation, reference, two schedules) and compare every bit")(
+      "rerun every 16th case (generation, reference, the step with no shared losses and under "
+      "another schedule) and compare every bit")(
       "format", po::value(&raw.format)->value_name("human|json|junit"),
       "what standard output gets (default human)")(
       "report", po::value(&raw.reports)->value_name("FILE"),

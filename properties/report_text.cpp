@@ -40,7 +40,7 @@ void write_header(std::ostream& out, const CampaignReport& report) {
   }
   if (report.self_check) {
     out << "  self-check: " << r.self_checked << (r.self_checked == 1 ? " case" : " cases")
-        << " rerun (generation, reference, FIFO twice, "
+        << " rerun (generation, reference, FIFO with and without shared losses, "
         << "another schedule): "
         << (r.divergence ? "DIVERGED at case " + std::to_string(r.divergence->case_index)
                          : std::string("every bit agreed"))
