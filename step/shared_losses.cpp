@@ -25,7 +25,7 @@ class InputHash {
       add(word);
     }
     std::uint64_t tail = 0;
-    std::memcpy(&tail, bytes + i, size - i);
+    if (i < size) std::memcpy(&tail, bytes + i, size - i);  // (never memcpy from a null span)
     add(tail);
   }
   std::uint64_t value() const { return h_; }
