@@ -20,17 +20,6 @@ namespace infonce::sim::detail {
 
 namespace {
 
-std::string format_counts(std::span<const std::int64_t> counts) {
-  constexpr std::size_t kShown = 8;
-  std::string text = "[";
-  for (std::size_t i = 0; i < counts.size() && i < kShown; ++i) {
-    if (i > 0) text += ",";
-    text += std::to_string(counts[i]);
-  }
-  if (counts.size() > kShown) text += ",+" + std::to_string(counts.size() - kShown) + " more";
-  return text + "]";
-}
-
 // What a member's call must match, as text (equal text <=> compatible calls).
 std::string agreement_key(const Call& call) {
   std::string key = describe(call.signature);
@@ -42,30 +31,7 @@ std::string agreement_key(const Call& call) {
 }
 
 bool compatible(const Call& a, const Call& b) {
-  const Signature& x = a.signature;
-  const Signature& y = b.signature;
-  if (x.kind != y.kind || x.element != y.element) return false;
-  switch (x.kind) {
-    case CollectiveKind::all_gather:
-      return x.count == y.count;
-    case CollectiveKind::all_gather_v:
-      return std::ranges::equal(a.counts, b.counts);
-    case CollectiveKind::all_reduce:
-      return x.count == y.count && x.op == y.op;
-    case CollectiveKind::broadcast:
-      return x.count == y.count && x.root == y.root;
-    case CollectiveKind::split:
-    case CollectiveKind::all_gather_object:
-    case CollectiveKind::barrier:
-      return true;
-  }
-  return false;
-}
-
-// "1 value", "3 values"
-std::string world_ranks_text(const std::vector<std::int32_t>& ranks) {
-  return (ranks.size() == 1 ? "world rank " + std::to_string(ranks[0])
-                            : "world ranks " + format_ranks(ranks));
+  return signatures_agree(a.signature, b.signature, std::ranges::equal(a.counts, b.counts));
 }
 
 // " at call #4" when every member present made this collective its call #4.
@@ -176,26 +142,6 @@ Outcome::Values by_element(ElementType element, Make&& make) {
 }
 
 }  // namespace
-
-std::string describe(const Signature& s) {
-  const std::string name = kind_name(s.kind);
-  const std::string typed = name + "<" + element_name(s.element) + ">";
-  const std::string values = counted(s.count, "value");
-  switch (s.kind) {
-    case CollectiveKind::split:
-    case CollectiveKind::barrier:
-    case CollectiveKind::all_gather_object:
-      return name;
-    case CollectiveKind::all_gather:
-    case CollectiveKind::all_gather_v:
-      return typed + "(" + values + ")";
-    case CollectiveKind::all_reduce:
-      return typed + "(" + values + ", " + (s.op == ReduceOp::sum ? "sum" : "mean") + ")";
-    case CollectiveKind::broadcast:
-      return typed + "(" + values + ", root " + std::to_string(s.root) + ")";
-  }
-  return name;
-}
 
 bool Engine::GroupKeyLess::operator()(const Group& a, const Group& b) const {
   if (a.id != b.id) return a.id < b.id;

@@ -30,7 +30,7 @@
 
 #include <boost/fiber/context.hpp>
 
-#include "sim/collective_kind.hpp"
+#include "sim/collective_call.hpp"
 #include "sim/communicator.hpp"
 #include "sim/fiber_simulation.hpp"
 
@@ -51,16 +51,6 @@ struct Outcome {
   std::vector<Group> groups;          // split: the groups formed, by ascending color
   std::vector<std::int32_t> group_of_member;  // split: index into groups, -1 for color < 0
 };
-
-// What a call must agree on with the other members' calls.
-struct Signature {
-  CollectiveKind kind = CollectiveKind::barrier;
-  ElementType element = ElementType::none;
-  std::int64_t count = 0;
-  ReduceOp op = ReduceOp::sum;
-  std::int32_t root = 0;
-};
-std::string describe(const Signature& signature);
 
 // One member's call; lives in the caller's frame, which outlives its wait.
 struct Call {

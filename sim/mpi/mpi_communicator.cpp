@@ -17,7 +17,7 @@
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
-#include "sim/collective_kind.hpp"
+#include "sim/collective_call.hpp"
 #include "sim/determinism.hpp"
 #include "sim/mesh.hpp"
 #include "sim/mpi/mpi_runtime.hpp"
@@ -32,8 +32,13 @@ using detail::format_ranks;
 using Kind = detail::CollectiveKind;
 using Element = detail::ElementType;
 using detail::counted;
+using detail::describe;
 using detail::element_name;
+using detail::format_counts;
 using detail::kind_name;
+using detail::Signature;
+using detail::signatures_agree;
+using detail::world_ranks_text;
 
 template <class T>
 constexpr Element element_of() {
@@ -73,42 +78,13 @@ Element element_of(const CallRecord& r) {
   return static_cast<Element>(r.element);
 }
 
-// The simulator's wording: "all_gather<double>(3 values)", "all_reduce<float>(2 values, sum)".
+Signature signature_of(const CallRecord& r) {
+  return {kind_of(r), element_of(r), r.count, static_cast<ReduceOp>(r.op),
+          static_cast<std::int32_t>(r.root)};
+}
+
 std::string describe(const CallRecord& r) {
-  const std::string name = kind_name(kind_of(r));
-  const std::string typed = name + "<" + element_name(element_of(r)) + ">";
-  const std::string values = counted(r.count, "value");
-  switch (kind_of(r)) {
-    case Kind::split:
-    case Kind::barrier:
-    case Kind::all_gather_object:
-      return name;
-    case Kind::all_gather:
-    case Kind::all_gather_v:
-      return typed + "(" + values + ")";
-    case Kind::all_reduce:
-      return typed + "(" + values + ", " +
-             (static_cast<ReduceOp>(r.op) == ReduceOp::sum ? "sum" : "mean") + ")";
-    case Kind::broadcast:
-      return typed + "(" + values + ", root " + std::to_string(r.root) + ")";
-  }
-  return name;
-}
-
-std::string format_counts(std::span<const std::int64_t> counts) {
-  constexpr std::size_t kShown = 8;
-  std::string text = "[";
-  for (std::size_t i = 0; i < counts.size() && i < kShown; ++i) {
-    if (i > 0) text += ",";
-    text += std::to_string(counts[i]);
-  }
-  if (counts.size() > kShown) text += ",+" + std::to_string(counts.size() - kShown) + " more";
-  return text + "]";
-}
-
-std::string world_ranks_text(const std::vector<std::int32_t>& ranks) {
-  return ranks.size() == 1 ? "world rank " + std::to_string(ranks[0])
-                           : "world ranks " + format_ranks(ranks);
+  return describe(signature_of(r));
 }
 
 std::int64_t hash_counts(std::span<const std::int64_t> counts) {
@@ -120,22 +96,8 @@ std::int64_t hash_counts(std::span<const std::int64_t> counts) {
 // Whether two members' calls can form one collective (the simulator's rule;
 // all_gather_v counts compared through their hash).
 bool compatible(const CallRecord& a, const CallRecord& b) {
-  if (a.kind != b.kind || a.element != b.element) return false;
-  switch (kind_of(a)) {
-    case Kind::all_gather:
-      return a.count == b.count;
-    case Kind::all_gather_v:
-      return a.counts_size == b.counts_size && a.counts_hash == b.counts_hash;
-    case Kind::all_reduce:
-      return a.count == b.count && a.op == b.op;
-    case Kind::broadcast:
-      return a.count == b.count && a.root == b.root;
-    case Kind::split:
-    case Kind::all_gather_object:
-    case Kind::barrier:
-      return true;
-  }
-  return false;
+  return signatures_agree(signature_of(a), signature_of(b),
+                          a.counts_size == b.counts_size && a.counts_hash == b.counts_hash);
 }
 
 std::string mpi_error_text(int code) {

@@ -1,0 +1,102 @@
+#include "sim/collective_call.hpp"
+
+#include "sim/rank_format.hpp"
+
+namespace infonce::sim::detail {
+
+const char* kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::split:
+      return "split";
+    case CollectiveKind::all_gather:
+      return "all_gather";
+    case CollectiveKind::all_gather_v:
+      return "all_gather_v";
+    case CollectiveKind::all_gather_object:
+      return "all_gather_object";
+    case CollectiveKind::all_reduce:
+      return "all_reduce";
+    case CollectiveKind::broadcast:
+      return "broadcast";
+    case CollectiveKind::barrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+const char* element_name(ElementType element) {
+  switch (element) {
+    case ElementType::none:
+      return "";
+    case ElementType::f64:
+      return "double";
+    case ElementType::f32:
+      return "float";
+    case ElementType::i64:
+      return "int64";
+    case ElementType::byte:
+      return "bytes";
+  }
+  return "?";
+}
+
+std::string counted(std::int64_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+bool signatures_agree(const Signature& a, const Signature& b, bool same_counts) {
+  if (a.kind != b.kind || a.element != b.element) return false;
+  switch (a.kind) {
+    case CollectiveKind::all_gather:
+      return a.count == b.count;
+    case CollectiveKind::all_gather_v:
+      return same_counts;
+    case CollectiveKind::all_reduce:
+      return a.count == b.count && a.op == b.op;
+    case CollectiveKind::broadcast:
+      return a.count == b.count && a.root == b.root;
+    case CollectiveKind::split:
+    case CollectiveKind::all_gather_object:
+    case CollectiveKind::barrier:
+      return true;
+  }
+  return false;
+}
+
+std::string describe(const Signature& s) {
+  const std::string name = kind_name(s.kind);
+  const std::string typed = name + "<" + element_name(s.element) + ">";
+  const std::string values = counted(s.count, "value");
+  switch (s.kind) {
+    case CollectiveKind::split:
+    case CollectiveKind::barrier:
+    case CollectiveKind::all_gather_object:
+      return name;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::all_gather_v:
+      return typed + "(" + values + ")";
+    case CollectiveKind::all_reduce:
+      return typed + "(" + values + ", " + (s.op == ReduceOp::sum ? "sum" : "mean") + ")";
+    case CollectiveKind::broadcast:
+      return typed + "(" + values + ", root " + std::to_string(s.root) + ")";
+  }
+  return name;
+}
+
+std::string format_counts(std::span<const std::int64_t> counts) {
+  constexpr std::size_t kShown = 8;
+  std::string text = "[";
+  for (std::size_t i = 0; i < counts.size() && i < kShown; ++i) {
+    if (i > 0) text += ",";
+    text += std::to_string(counts[i]);
+  }
+  if (counts.size() > kShown) text += ",+" + std::to_string(counts.size() - kShown) + " more";
+  return text + "]";
+}
+
+std::string world_ranks_text(const std::vector<std::int32_t>& ranks) {
+  return ranks.size() == 1 ? "world rank " + std::to_string(ranks[0])
+                           : "world ranks " + format_ranks(ranks);
+}
+
+}  // namespace infonce::sim::detail

@@ -1,0 +1,75 @@
+// What a collective call is (kind, element type, the fields its members must
+// agree on), the rule for when members' calls agree, and the words error
+// messages use for them: shared by the fiber engine and the MPI backend, so
+// both accept the same programs and describe a mismatch the same way.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/communicator.hpp"
+
+namespace infonce::sim::detail {
+
+enum class CollectiveKind : std::uint8_t {
+  split,
+  all_gather,
+  all_gather_v,
+  all_gather_object,
+  all_reduce,
+  broadcast,
+  barrier,
+};
+
+enum class ElementType : std::uint8_t { none, f64, f32, i64, byte };
+
+template <class T>
+constexpr ElementType element_type_of();
+template <>
+constexpr ElementType element_type_of<double>() {
+  return ElementType::f64;
+}
+template <>
+constexpr ElementType element_type_of<float>() {
+  return ElementType::f32;
+}
+template <>
+constexpr ElementType element_type_of<std::int64_t>() {
+  return ElementType::i64;
+}
+template <>
+constexpr ElementType element_type_of<std::byte>() {
+  return ElementType::byte;
+}
+
+// What a call must agree on with the other members' calls.
+struct Signature {
+  CollectiveKind kind = CollectiveKind::barrier;
+  ElementType element = ElementType::none;
+  std::int64_t count = 0;
+  ReduceOp op = ReduceOp::sum;
+  std::int32_t root = 0;
+};
+
+// Whether two members' calls can form one collective: the same kind and
+// element type, and the fields that kind needs equal. `same_counts`: the
+// all_gather_v counts are equal (each backend compares them its own way).
+bool signatures_agree(const Signature& a, const Signature& b, bool same_counts);
+
+// "all_gather<double>(3 values)", "all_reduce<float>(2 values, sum)", "barrier".
+std::string describe(const Signature& signature);
+// "[1,2,3]", at most 8 shown.
+std::string format_counts(std::span<const std::int64_t> counts);
+// "world rank 3" or "world ranks 0,2".
+std::string world_ranks_text(const std::vector<std::int32_t>& ranks);
+
+// "all_gather", ...; "double", "float", "int64", "bytes" ("" for none).
+const char* kind_name(CollectiveKind kind);
+const char* element_name(ElementType element);
+// "1 value", "3 values".
+std::string counted(std::int64_t n, const char* noun);
+
+}  // namespace infonce::sim::detail
