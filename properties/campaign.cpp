@@ -132,7 +132,7 @@ StepOutcome run_step(const step::DistributedSetup& setup, sim::Schedule schedule
   options.schedule = schedule;
   options.share_identical_losses = share;
   try {
-    return {step::run_on_fibers(setup.distributed_case, setup.variant, options), {}};
+    return {step::run_on_fibers(setup.distributed_case(), setup.variant, options), {}};
   } catch (const std::exception& e) {
     return {std::nullopt, e.what()};
   }

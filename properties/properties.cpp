@@ -61,7 +61,7 @@ void check_schedule(const step::DistributedSetup& setup, const step::Distributed
   options.schedule = {sim::ScheduleKind::random, schedule_seed};
   options.share_identical_losses = true;
   const step::DistributedResult other =
-      step::run_on_fibers(setup.distributed_case, setup.variant, options);
+      step::run_on_fibers(setup.distributed_case(), setup.variant, options);
   bool same =
       same_bits(fifo.losses, other.losses) && fifo.padded_positives == other.padded_positives;
   for (std::size_t w = 0; same && w < fifo.grads.size(); ++w)
@@ -78,7 +78,7 @@ void check_uncompensated(const Case& c, const step::DistributedSetup& setup,
                          const step::ReferenceValues& reference, CaseVerdict& verdict) {
   if (!c.loss.use_batch || c.reduction != Reduction::mean || c.mesh.dp < 2) return;
   verdict.uncompensated_checked = true;
-  Case uncompensated = setup.distributed_case;
+  Case uncompensated = setup.distributed_case();
   uncompensated.compensate = false;
   step::RunOptions options;
   options.share_identical_losses = true;
@@ -181,7 +181,7 @@ CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
     step::RunOptions fifo_options;
     fifo_options.share_identical_losses = true;
     const step::DistributedResult fifo =
-        step::run_on_fibers(setup.distributed_case, setup.variant, fifo_options);
+        step::run_on_fibers(setup.distributed_case(), setup.variant, fifo_options);
     verdict.report = step::evaluate(c, fifo, reference);
     // Most specific diagnosis first: ranks that disagree on the loss, or a
     // padded positive, also break the reference comparison.

@@ -134,16 +134,16 @@ CaseReport evaluate(const Case& c, const DistributedResult& distributed,
   return report;
 }
 
-DistributedSetup distributed_setup(const Case& c, const Mutant* mutant) {
-  DistributedSetup setup{c, StepVariant{}};
-  if (mutant != nullptr) mutant->apply(setup.distributed_case, setup.variant);
-  return setup;
+DistributedSetup::DistributedSetup(const Case& c, const Mutant* mutant) : original_(&c) {
+  if (mutant == nullptr) return;
+  mutated_ = c;
+  mutant->apply(*mutated_, variant);
 }
 
 CaseReport run_case(const Case& c, const Mutant* mutant, const RunOptions& options) {
   const ReferenceValues reference = compute_case_reference(c);
   const DistributedSetup setup = distributed_setup(c, mutant);
-  return evaluate(c, run_on_fibers(setup.distributed_case, setup.variant, options), reference);
+  return evaluate(c, run_on_fibers(setup.distributed_case(), setup.variant, options), reference);
 }
 
 }  // namespace infonce::step

@@ -17,7 +17,7 @@ namespace infonce::step {
 
 // What every world rank produced, widened to double for reporting.
 struct DistributedResult {
-  std::vector<double> losses;             // per world rank
+  std::vector<double> losses;              // per world rank
   std::vector<std::vector<double>> grads;  // per world rank, D x F row-major
   std::int64_t padded_positives = 0;       // summed over ranks
 };
@@ -42,13 +42,13 @@ struct CaseReport {
   ReferenceValues reference;
   std::optional<double> ratio;  // <grad, ref> / <ref, ref>; unset when ref == 0
   double max_abs_err = 0;
-  double rel_err = 0;      // max_abs_err / max|reference grad| (SPEC section 8)
+  double rel_err = 0;  // max_abs_err / max|reference grad| (SPEC section 8)
   // SPEC section 6 with the scale taken from the summands: max of the
   // reference's grad_magnitude, which is max|reference grad| unless terms
   // cancel. The only difference is summation order, whose error is bounded
   // by the summands, not by their (possibly cancelled) sum.
   double error_scale = 0;
-  double scaled_err = 0;   // max_abs_err / error_scale
+  double scaled_err = 0;  // max_abs_err / error_scale
   std::int64_t padded_positives = 0;
   bool losses_equal = true;      // property 5: ranks holding the same batch report the same value
   bool grads_consistent = true;  // every rank holds the same reduced gradient
@@ -71,7 +71,8 @@ struct RunOptions {
 ReferenceValues compute_case_reference(const Case& c);
 
 // The distributed step on the fiber simulator.
-DistributedResult run_on_fibers(const Case& c, const StepVariant& variant, const RunOptions& options);
+DistributedResult run_on_fibers(const Case& c, const StepVariant& variant,
+                                const RunOptions& options);
 
 // Compares a distributed result with the reference (and the case's expect).
 CaseReport evaluate(const Case& c, const DistributedResult& distributed,
@@ -83,10 +84,20 @@ CaseReport evaluate(const Case& c, const DistributedResult& distributed,
 CaseReport run_case(const Case& c, const Mutant* mutant, const RunOptions& options);
 
 // The case and program variant the distributed run uses under `mutant`.
-struct DistributedSetup {
-  Case distributed_case;
+// Without a mutant it refers to the caller's case (no copy: this runs for
+// every campaign case), which must outlive it.
+class DistributedSetup {
+ public:
+  DistributedSetup(const Case& c, const Mutant* mutant);
+  const Case& distributed_case() const { return mutated_ ? *mutated_ : *original_; }
   StepVariant variant;
+
+ private:
+  const Case* original_;
+  std::optional<Case> mutated_;  // the mutant's copy of the case
 };
-DistributedSetup distributed_setup(const Case& c, const Mutant* mutant);
+inline DistributedSetup distributed_setup(const Case& c, const Mutant* mutant) {
+  return DistributedSetup(c, mutant);
+}
 
 }  // namespace infonce::step

@@ -67,7 +67,7 @@ std::optional<CaseReport> run_case_on_mpi(const Case& c, const Mutant* mutant,
   std::optional<ReferenceValues> reference;
   if (reporter) reference = compute_case_reference(c);
   const DistributedSetup setup = distributed_setup(c, mutant);
-  const DistributedResult distributed = run_on_mpi(setup.distributed_case, setup.variant, comm);
+  const DistributedResult distributed = run_on_mpi(setup.distributed_case(), setup.variant, comm);
   if (!reporter) return std::nullopt;
   return evaluate(c, distributed, *reference);
 }
