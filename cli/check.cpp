@@ -42,14 +42,7 @@ constexpr std::int64_t kCiCases = 10'000;
 constexpr const char* kExploreTime = "10m";
 constexpr int kExitInterrupted = 130;  // 128 + SIGINT
 
-struct CheckSettings {
-  properties::CampaignOptions campaign;
-  properties::CampaignReport report;  // the fields known before running
-  std::optional<double> time_budget_seconds;
-  OutputFormat format = OutputFormat::human;
-  std::vector<ReportFile> reports;
-  std::string corpus_dir = kDefaultCorpusFoundDir;
-  bool save_corpus = true;
+struct CheckSettings : CampaignSettings {
   bool before_after = false;
 };
 
@@ -90,7 +83,8 @@ po::options_description check_options(RawOptions& raw) {
       "where a shrunk failure is saved (default corpus/found)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk failure")(
       "self-check", po::bool_switch(&raw.self_check),
-      "rerun every 16th case (generation, reference, the step with no shared losses and under another schedule) and compare every bit")(
+      "rerun every 16th case (generation, reference, the step with no shared losses and under "
+      "another schedule) and compare every bit")(
       "before-after", po::bool_switch(&raw.before_after),
       "end with the before/after table of the fix (human format)");
   return options;
@@ -308,29 +302,10 @@ properties::CampaignResult run(CheckSettings& s, std::ostream& err) {
   return result;
 }
 
-// The record a corpus file keeps of how it was found.
-Finding finding_of(const CheckSettings& s, const properties::CampaignFailure& failure) {
-  Finding found;
-  if (!s.report.mutant.empty()) found.mutant = s.report.mutant;
-  found.property = failure.failures.front().property;
-  found.seed = s.report.seed;
-  found.case_index = failure.case_index;
-  found.limits = s.report.limits;
-  return found;
-}
-
 void print(std::ostream& out, const CheckSettings& s, const properties::CampaignReport& report) {
-  switch (s.format) {
-    case OutputFormat::human:
-      properties::write_report_text(out, report);
-      if (s.before_after && report.passed()) print_representative_before_after(out);
-      break;
-    case OutputFormat::json:
-      out << properties::report_to_json(report);
-      break;
-    case OutputFormat::junit:
-      properties::write_report_junit(out, report);
-      break;
+  print_report(out, s.format, report);
+  if (s.format == OutputFormat::human && s.before_after && report.passed()) {
+    print_representative_before_after(out);
   }
 }
 
@@ -378,12 +353,7 @@ int run_check_on_fibers(const CommandContext& context) {
   CheckSettings s = settle(raw);
   properties::CampaignReport report = s.report;
   report.result = run(s, context.err);
-  if (report.result.failure) {
-    auto& failure = *report.result.failure;
-    failure.shrunk_case.found = finding_of(s, failure);
-    if (s.save_corpus)
-      report.saved_case = save_corpus_case(failure.shrunk_case, s.corpus_dir).string();
-  }
+  record_failure(s, report);
   print(context.out, s, report);
   for (const ReportFile& file : s.reports) write_report_file(file, report);
   if (!report.passed()) return kExitCheckFailed;

@@ -33,15 +33,7 @@ struct RawOptions {
 };
 
 // Everything but the shard, which is the process's world rank.
-struct Settings {
-  properties::CampaignOptions campaign;
-  properties::CampaignReport report;  // the fields known before running
-  std::optional<double> time_budget_seconds;
-  OutputFormat format = OutputFormat::human;
-  std::vector<ReportFile> reports;
-  std::string corpus_dir = kDefaultCorpusFoundDir;
-  bool save_corpus = true;
-};
+using Settings = CampaignSettings;
 
 po::options_description check_mpi_options(RawOptions& raw) {
   po::options_description options("options");
@@ -103,20 +95,6 @@ Settings settle(const RawOptions& raw) {
   return s;
 }
 
-void print(std::ostream& out, OutputFormat format, const properties::CampaignReport& report) {
-  switch (format) {
-    case OutputFormat::human:
-      properties::write_report_text(out, report);
-      break;
-    case OutputFormat::json:
-      out << properties::report_to_json(report);
-      break;
-    case OutputFormat::junit:
-      properties::write_report_junit(out, report);
-      break;
-  }
-}
-
 #if INFONCE_HAVE_MPI
 
 // Shard `index` of `count`, as `check --shard index/count` runs it.
@@ -149,21 +127,6 @@ std::vector<properties::CampaignReport> gather_reports(sim::Communicator& comm,
   return reports;
 }
 
-// What `check` does with a failure: the `found` record, the corpus file.
-void record_failure(const Settings& s, properties::CampaignReport& report) {
-  if (!report.result.failure) return;
-  properties::CampaignFailure& failure = *report.result.failure;
-  Finding found;
-  if (!report.mutant.empty()) found.mutant = report.mutant;
-  found.property = failure.failures.front().property;
-  found.seed = report.seed;
-  found.case_index = failure.case_index;
-  found.limits = report.limits;
-  failure.shrunk_case.found = found;
-  if (s.save_corpus)
-    report.saved_case = save_corpus_case(failure.shrunk_case, s.corpus_dir).string();
-}
-
 int run_sharded(const CommandContext& context, const Settings& s) {
   sim::MpiOptions mpi_options;
   mpi_options.stall_timeout_seconds = 0;  // shards legitimately take different times
@@ -175,7 +138,7 @@ int run_sharded(const CommandContext& context, const Settings& s) {
     properties::CampaignReport merged =
         shards.size() == 1 ? shards.front() : properties::merge_reports(shards);
     record_failure(s, merged);
-    print(out, s.format, merged);
+    print_report(out, s.format, merged);
     for (const ReportFile& file : s.reports) write_report_file(file, merged);
     return merged.passed() ? kExitOk : kExitCheckFailed;
   };
@@ -192,7 +155,6 @@ int run_check_mpi(const CommandContext& context) {
 #if INFONCE_HAVE_MPI
   return run_sharded(context, settings);
 #else
-  (void)print;
   throw UsageError("check-mpi: this infonce-sim was built without MPI (INFONCE_MPI=OFF)");
 #endif
 }

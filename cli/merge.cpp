@@ -56,17 +56,7 @@ int run_merge(const CommandContext& context) {
     reports.push_back(read_report(path));
   }
   const properties::CampaignReport merged = properties::merge_reports(reports);
-  switch (output) {
-    case OutputFormat::human:
-      properties::write_report_text(context.out, merged);
-      break;
-    case OutputFormat::json:
-      context.out << properties::report_to_json(merged);
-      break;
-    case OutputFormat::junit:
-      properties::write_report_junit(context.out, merged);
-      break;
-  }
+  print_report(context.out, output, merged);
   for (const ReportFile& file : files) write_report_file(file, merged);
   return merged.passed() ? kExitOk : kExitCheckFailed;
 }

@@ -343,4 +343,34 @@ std::filesystem::path save_corpus_case(const Case& c, const fs::path& dir) {
   }
 }
 
+void print_report(std::ostream& out, OutputFormat format,
+                  const properties::CampaignReport& report) {
+  switch (format) {
+    case OutputFormat::human:
+      properties::write_report_text(out, report);
+      break;
+    case OutputFormat::json:
+      out << properties::report_to_json(report);
+      break;
+    case OutputFormat::junit:
+      properties::write_report_junit(out, report);
+      break;
+  }
+}
+
+void record_failure(const CampaignSettings& s, properties::CampaignReport& report) {
+  if (!report.result.failure) return;
+  properties::CampaignFailure& failure = *report.result.failure;
+  Finding found;
+  if (!report.mutant.empty()) found.mutant = report.mutant;
+  found.property = failure.failures.front().property;
+  found.seed = report.seed;
+  found.case_index = failure.case_index;
+  found.limits = report.limits;
+  failure.shrunk_case.found = found;
+  if (s.save_corpus) {
+    report.saved_case = save_corpus_case(failure.shrunk_case, s.corpus_dir).string();
+  }
+}
+
 }  // namespace infonce::cli

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,5 +71,23 @@ void check_writable_dir(std::string_view command, std::string_view option,
 std::filesystem::path save_corpus_case(const Case& c, const std::filesystem::path& dir);
 
 using properties::kDefaultCorpusFoundDir;
+
+// Writes a campaign report to standard output in the chosen format.
+void print_report(std::ostream& out, OutputFormat format, const properties::CampaignReport& report);
+
+// A campaign as `check` and `check-mpi` settle it from their options.
+struct CampaignSettings {
+  properties::CampaignOptions campaign;
+  properties::CampaignReport report;  // the fields known before running
+  std::optional<double> time_budget_seconds;
+  OutputFormat format = OutputFormat::human;
+  std::vector<ReportFile> reports;
+  std::string corpus_dir = kDefaultCorpusFoundDir;
+  bool save_corpus = true;
+};
+
+// What a campaign does with its failure: the shrunk case's `found` record
+// (mutant, property, seed, index, limits) and, if asked, its corpus file.
+void record_failure(const CampaignSettings& s, properties::CampaignReport& report);
 
 }  // namespace infonce::cli
