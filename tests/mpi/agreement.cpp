@@ -22,6 +22,7 @@
 #include "sim/mpi/mpi_runtime.hpp"
 #include "step/mpi/run_on_mpi.hpp"
 #include "step/run_case.hpp"
+#include "tests/mpi/job_exit_code.hpp"
 
 namespace {
 
@@ -133,24 +134,12 @@ int run(int argc, char** argv) {
   return ok ? 0 : 1;
 }
 
-int exit_code_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const infonce::InputError&) {
-    return 2;
-  } catch (const infonce::SimulationError&) {
-    return 3;
-  } catch (...) {
-    return 4;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   infonce::sim::ensure_mpi_initialized();
   int code = infonce::sim::run_or_abort_job([&] { return run(argc, argv); }, "mpi_agreement",
-                                            exit_code_of);
+                                            infonce::mpi_test::job_exit_code);
   // Every rank exits with world rank 0's verdict.
   infonce::sim::MpiCommunicator comm;
   double shared = code;

@@ -35,6 +35,7 @@
 #include "sim/mesh.hpp"
 #include "sim/mpi/mpi_communicator.hpp"
 #include "sim/mpi/mpi_runtime.hpp"
+#include "tests/mpi/job_exit_code.hpp"
 
 namespace {
 
@@ -202,18 +203,6 @@ int misbehave(infonce::sim::MpiCommunicator& comm, const std::string& mode) {
   return 0;
 }
 
-int exit_code_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const infonce::InputError&) {
-    return 2;
-  } catch (const infonce::SimulationError&) {
-    return 3;
-  } catch (...) {
-    return 4;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,5 +225,5 @@ int main(int argc, char** argv) {
         if (!(mode == "exit-early" && comm.world_rank() == 1)) comm.barrier(comm.world());
         return code;
       },
-      "mpi_probe", exit_code_of);
+      "mpi_probe", infonce::mpi_test::job_exit_code);
 }
