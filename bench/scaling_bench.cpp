@@ -34,6 +34,7 @@
 
 #include "bench/bench_util.hpp"
 #include "properties/case_spec.hpp"
+#include "properties/svg_canvas.hpp"
 #include "step/run_case.hpp"
 
 namespace {
@@ -489,8 +490,8 @@ struct Panel {
   std::vector<Series> series;
 };
 
-void draw_panel(std::ostringstream& svg, const Panel& panel, double left, double top, double y_low,
-                double y_high) {
+void draw_panel(properties::SvgCanvas& svg, const Panel& panel, double left, double top,
+                double y_low, double y_high) {
   const double width = 380, height = 260;
   const double x_low = panel.x_ticks.front(), x_high = panel.x_ticks.back();
   const auto px = [&](double x) {
@@ -500,41 +501,32 @@ void draw_panel(std::ostringstream& svg, const Panel& panel, double left, double
     return top + height -
            height * (std::log(y) - std::log(y_low)) / (std::log(y_high) - std::log(y_low));
   };
-  svg << "<text x=\"" << left + width / 2 << "\" y=\"" << top - 12
-      << "\" text-anchor=\"middle\" font-weight=\"bold\">" << panel.title << "</text>\n";
-  svg << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << width << "\" height=\""
-      << height << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  const std::string middle = "text-anchor=\"middle\"";
+  svg.text(left + width / 2, top - 12, panel.title, 11, middle + " font-weight=\"bold\"");
+  svg.rect(left, top, width, height, "none", "stroke=\"#333\"");
   for (double x : panel.x_ticks) {
-    svg << "<line x1=\"" << px(x) << "\" y1=\"" << top << "\" x2=\"" << px(x) << "\" y2=\""
-        << top + height << "\" stroke=\"#ddd\"/>\n"
-        << "<text x=\"" << px(x) << "\" y=\"" << top + height + 16 << "\" text-anchor=\"middle\">"
-        << number_label(x) << "</text>\n";
+    svg.line(px(x), top, px(x), top + height, "#ddd");
+    svg.text(px(x), top + height + 16, number_label(x), 11, middle);
   }
   for (double y = y_low; y <= y_high * 1.0001; y *= 10) {
-    svg << "<line x1=\"" << left << "\" y1=\"" << py(y) << "\" x2=\"" << left + width << "\" y2=\""
-        << py(y) << "\" stroke=\"#ddd\"/>\n"
-        << "<text x=\"" << left - 6 << "\" y=\"" << py(y) + 4 << "\" text-anchor=\"end\">"
-        << time_label(y) << "</text>\n";
+    svg.line(left, py(y), left + width, py(y), "#ddd");
+    svg.text(left - 6, py(y) + 4, time_label(y), 11, "text-anchor=\"end\"");
   }
-  svg << "<text x=\"" << left + width / 2 << "\" y=\"" << top + height + 36
-      << "\" text-anchor=\"middle\">" << panel.x_label << "</text>\n";
-  svg << "<text transform=\"translate(" << left - 62 << "," << top + height / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">thread CPU time per call</text>\n";
+  svg.text(left + width / 2, top + height + 36, panel.x_label, 11, middle);
+  svg.text(0, 0, "thread CPU time per call", 11,
+           middle + " transform=\"translate(" + std::to_string(left - 62) + "," +
+               std::to_string(top + height / 2) + ") rotate(-90)\"");
   double legend_y = top + 16;
   for (const Series& s : panel.series) {
     if (s.points.empty()) continue;
-    svg << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"2\""
-        << (s.dashed ? " stroke-dasharray=\"6,4\"" : "") << " points=\"";
-    for (const auto& [x, y] : s.points) svg << px(x) << "," << py(y) << " ";
-    svg << "\"/>\n";
-    for (const auto& [x, y] : s.points) {
-      svg << "<circle cx=\"" << px(x) << "\" cy=\"" << py(y) << "\" r=\"3\" fill=\"" << s.color
-          << "\"/>\n";
-    }
-    svg << "<line x1=\"" << left + 10 << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << left + 34
-        << "\" y2=\"" << legend_y - 4 << "\" stroke=\"" << s.color << "\" stroke-width=\"2\""
-        << (s.dashed ? " stroke-dasharray=\"6,4\"" : "") << "/>\n"
-        << "<text x=\"" << left + 40 << "\" y=\"" << legend_y << "\">" << s.name << "</text>\n";
+    const std::string style =
+        std::string("stroke-width=\"2\"") + (s.dashed ? " stroke-dasharray=\"6,4\"" : "");
+    std::vector<std::pair<double, double>> points;
+    for (const auto& [x, y] : s.points) points.emplace_back(px(x), py(y));
+    svg.polyline(points, s.color, style);
+    for (const auto& [x, y] : points) svg.circle(x, y, 3, s.color);
+    svg.line(left + 10, legend_y - 4, left + 34, legend_y - 4, s.color, style);
+    svg.text(left + 40, legend_y, s.name, 11);
     legend_y += 16;
   }
 }
@@ -587,18 +579,17 @@ std::string report_svg(const std::vector<Row>& by_ranks, const std::vector<Row>&
        series_of(by_ranks, true)},
       {"Time vs global batch N at P = 8", "global rows N", row_ticks, series_of(by_batch, false)}};
   const auto [y_low, y_high] = time_range(panels);
-  std::ostringstream svg;
-  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"380\" "
-         "viewBox=\"0 0 1000 380\" font-family=\"sans-serif\" font-size=\"11\">\n"
-      << "<rect width=\"1000\" height=\"380\" fill=\"white\"/>\n";
+  properties::SvgCanvas svg(1000, "sans-serif");
   draw_panel(svg, panels[0], 90, 40, y_low, y_high);
   draw_panel(svg, panels[1], 590, 40, y_low, y_high);
-  svg << "<text x=\"500\" y=\"370\" text-anchor=\"middle\" fill=\"#555\">use_batch, F = D = 8, "
-         "float64; a series stops where its next step is predicted to exceed the cap "
-         "(see scaling.md)</text>\n";
-  svg << "</svg>\n";
-  return svg.str();
+  svg.text(500, 370,
+           "use_batch, F = D = 8, float64; a series stops where its next step is predicted to "
+           "exceed the cap (see scaling.md)",
+           11, "text-anchor=\"middle\" fill=\"#555\"");
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  svg.write(out, 380);
+  return out.str();
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {

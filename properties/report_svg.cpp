@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "properties/campaign_report.hpp"
+#include "properties/svg_canvas.hpp"
 #include "step/tolerance.hpp"
 
 namespace infonce::properties {
@@ -28,50 +29,6 @@ constexpr const char* kFloat64Color = "#3266a8";
 constexpr const char* kFloat32Color = "#e08a1e";
 constexpr const char* kPassColor = "#2e7d32";
 constexpr const char* kFailColor = "#c62828";
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", value);
-  return text;
-}
-
-class Svg {
- public:
-  void text(double x, double y, const std::string& content, int size = 12,
-            const std::string& extra = "") {
-    body_ << "<text x=\"" << number(x) << "\" y=\"" << number(y) << "\" font-size=\"" << size
-          << "\"" << (extra.empty() ? "" : " " + extra) << ">" << xml_escape(content)
-          << "</text>\n";
-  }
-  void rect(double x, double y, double w, double h, const std::string& fill,
-            const std::string& extra = "", const std::string& tooltip = "") {
-    body_ << "<rect x=\"" << number(x) << "\" y=\"" << number(y) << "\" width=\""
-          << number(std::max(0.0, w)) << "\" height=\"" << number(std::max(0.0, h)) << "\" fill=\""
-          << fill << "\"" << (extra.empty() ? "" : " " + extra);
-    if (tooltip.empty()) {
-      body_ << "/>\n";
-    } else {
-      body_ << "><title>" << xml_escape(tooltip) << "</title></rect>\n";
-    }
-  }
-  void line(double x1, double y1, double x2, double y2, const std::string& stroke,
-            const std::string& extra = "") {
-    body_ << "<line x1=\"" << number(x1) << "\" y1=\"" << number(y1) << "\" x2=\"" << number(x2)
-          << "\" y2=\"" << number(y2) << "\" stroke=\"" << stroke << "\""
-          << (extra.empty() ? "" : " " + extra) << "/>\n";
-  }
-  void write(std::ostream& out, int height) const {
-    out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\""
-        << height << "\" viewBox=\"0 0 " << kWidth << " " << height << "\" font-family=\"" << kFont
-        << "\">\n"
-        << "<rect x=\"0\" y=\"0\" width=\"" << kWidth << "\" height=\"" << height
-        << "\" fill=\"#ffffff\"/>\n"
-        << body_.str() << "</svg>\n";
-  }
-
- private:
-  std::ostringstream body_;
-};
 
 // Values in reading order: numbers (and buckets "3-4") by their first number,
 // then words.
@@ -123,7 +80,7 @@ std::string with_commas(std::int64_t n) {
   return digits;
 }
 
-int draw_title(Svg& svg, const CampaignReport& report, int y) {
+int draw_title(SvgCanvas& svg, const CampaignReport& report, int y) {
   const CampaignResult& r = report.result;
   const bool passed = report.passed();
   svg.rect(0, 0, kWidth, 64, passed ? kPassColor : kFailColor);
@@ -142,7 +99,7 @@ int draw_title(Svg& svg, const CampaignReport& report, int y) {
   return y + 64;
 }
 
-int draw_properties(Svg& svg, const CampaignReport& report, int y) {
+int draw_properties(SvgCanvas& svg, const CampaignReport& report, int y) {
   const CampaignResult& r = report.result;
   y += 28;
   svg.text(kMargin, y, "Properties", 15, "font-weight=\"bold\"");
@@ -168,7 +125,7 @@ int draw_properties(Svg& svg, const CampaignReport& report, int y) {
   return y + 20 + static_cast<int>((names.size() + 1) / 2) * 20;
 }
 
-int draw_coverage(Svg& svg, const Coverage& coverage, int y) {
+int draw_coverage(SvgCanvas& svg, const Coverage& coverage, int y) {
   y += 30;
   svg.text(kMargin, y, "Coverage: cases per value of every generator axis", 15,
            "font-weight=\"bold\"");
@@ -198,7 +155,7 @@ int draw_coverage(Svg& svg, const Coverage& coverage, int y) {
 }
 
 // The x position of a histogram slot: 0 exact, 1..kBins the decades, kBins+1 non-finite.
-int draw_histogram(Svg& svg, const std::map<std::string, ErrorHistogram>& histograms, int y) {
+int draw_histogram(SvgCanvas& svg, const std::map<std::string, ErrorHistogram>& histograms, int y) {
   y += 34;
   svg.text(kMargin, y, "Gradient error relative to the summands' scale (log10 scaled_err)", 15,
            "font-weight=\"bold\"");
@@ -302,7 +259,7 @@ int draw_histogram(Svg& svg, const std::map<std::string, ErrorHistogram>& histog
   return bottom + 36;
 }
 
-int draw_failure(Svg& svg, const CampaignReport& report, int y) {
+int draw_failure(SvgCanvas& svg, const CampaignReport& report, int y) {
   std::ostringstream text;
   write_failure_text(text, report);
   std::vector<std::string> lines;
@@ -326,7 +283,7 @@ int draw_failure(Svg& svg, const CampaignReport& report, int y) {
 }  // namespace
 
 void write_report_svg(std::ostream& out, const CampaignReport& report) {
-  Svg svg;
+  SvgCanvas svg(kWidth, kFont);
   int y = draw_title(svg, report, 0);
   y = draw_properties(svg, report, y);
   if (report.result.failure) y = draw_failure(svg, report, y);
