@@ -76,10 +76,7 @@ ShardSum shard_sum(const Strategy& strategy, ParameterGroup group, const StepSha
   // Local: sum over d of l_d = P L only when every shard has n queries
   // (l_d averages over n_d, L over N = sum n_d).
   const bool equal = shape.equal_batches;
-  const ShardSum unequal{.single = false,
-                         .b = 0,
-                         .cause = NoRatioCause::unequal_batches,
-                         .depends_on_equal_batches = true};
+  const ShardSum unequal{.single = false, .b = 0, .cause = NoRatioCause::unequal_batches};
   if (group == ParameterGroup::direct) {
     // sum over d of dl_d/dphi = d(sum l_d)/dphi, whatever the gather.
     return equal ? ShardSum{.b = p, .depends_on_equal_batches = true} : unequal;

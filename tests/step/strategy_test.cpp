@@ -379,6 +379,9 @@ TEST(StrategyPredictions, NamedPoints) {
   const StepShape unequal{.dp = 4, .world = 4, .equal_batches = false, .use_batch = true};
   EXPECT_EQ(predict(open_clip_both, ParameterGroup::direct, unequal).cause,
             NoRatioCause::unequal_batches);
+  EXPECT_EQ(describe(predict(open_clip_both, ParameterGroup::encoders, unequal)),
+            "no single ratio (unequal batches)");
+  EXPECT_EQ(describe(at(open_clip_both, ParameterGroup::direct)), "correct [equal batches]");
   EXPECT_EQ(name_of(kSeedFixed), "detached-own-live/global/scale-P/mean");
   EXPECT_EQ(describe(at(open_clip_local, ParameterGroup::encoders)),
             "no single ratio (dropped terms)");
