@@ -1,0 +1,125 @@
+// The distributed strategy of a contrastive step as one small value, and what
+// the math predicts for it, per parameter group. A pure value type and pure
+// functions: no ranks, no collectives. The derivation is written out in
+// docs/strategies.md; tests/step/strategy_test.cpp checks every prediction
+// against an independent brute-force multi-rank computation.
+//
+// Notation: P data-parallel shards, W = P x R world ranks (R replicas of each
+// shard), rank d's loss l_d, the full-batch objective L, the encoders'
+// rows E_d of rank d, the direct parameters phi (an InfoNCE inverse
+// temperature, CLIP's log logit scale and bias).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "casefile/case.hpp"
+
+namespace infonce::step {
+
+// What the gather of the embeddings hands the loss.
+enum class GatherKind {
+  detached_own_live,  // a detached all-gather, the rank's own slot put back live (the seed's fix)
+  detached,           // a detached all-gather, no slot live (open_clip local_loss alone)
+  autograd,           // an all-gather whose backward is a reduce-scatter (sum over ranks)
+};
+
+// Which queries a rank's loss covers.
+enum class LossScope {
+  global,  // every gathered query against every gathered document, targets on the global index
+  local,   // the rank's own (live) queries against every gathered document, targets offset by
+           // the rank's row prefix
+};
+
+// The factor s on the rank's backward signal (the reported loss is unscaled).
+enum class BackwardScale { none, dp_shards, world_size };
+
+struct Strategy {
+  GatherKind gather = GatherKind::detached_own_live;
+  LossScope scope = LossScope::global;
+  BackwardScale scale = BackwardScale::dp_shards;
+  Reduction reduction = Reduction::mean;  // DDP: mean over W ranks; Megatron per-token: sum over P
+
+  friend bool operator==(const Strategy&, const Strategy&) = default;
+};
+
+// The seed's fixed trainer, and before its fix.
+inline constexpr Strategy kSeedFixed{};
+inline constexpr Strategy kSeedBeforeFix{.gather = GatherKind::detached_own_live,
+                                         .scope = LossScope::global,
+                                         .scale = BackwardScale::none,
+                                         .reduction = Reduction::mean};
+
+// Every combination: 3 gathers x 2 scopes x 3 scales x 2 reductions = 36.
+std::array<Strategy, 36> all_strategies();
+
+enum class ParameterGroup {
+  encoders,  // the towers' weights (InfoNCE: W; CLIP: W_image and W_text)
+  direct,    // parameters that enter the loss directly (1/T; CLIP's log scale and bias)
+};
+
+// What the prediction needs to know about the step.
+struct StepShape {
+  std::int32_t dp = 1;        // P
+  std::int32_t world = 1;     // W = P x R
+  bool equal_batches = true;  // every DP shard has the same number of queries (per micro-step)
+  bool use_batch = true;      // false: no gather, each rank its own loss (SPEC section 2)
+};
+
+enum class Verdict {
+  correct,          // the step's gradient is the reference gradient
+  ratio,            // it is exactly ratio x the reference gradient, ratio != 1
+  no_single_ratio,  // no constant relates them
+};
+
+enum class NoRatioCause {
+  none,
+  dropped_terms,    // a local loss over a detached gather loses the cross-rank terms
+  unequal_batches,  // a local loss weights each rank's queries by 1/n_d, the reference by 1/N
+};
+
+struct Prediction {
+  Verdict verdict = Verdict::correct;
+  double ratio = 1.0;  // when verdict != no_single_ratio
+  NoRatioCause cause = NoRatioCause::none;
+  // The verdict holds only because every shard has the same number of
+  // queries (a local loss): with unequal batches it becomes no_single_ratio.
+  bool depends_on_equal_batches = false;
+};
+
+// s: 1, P or W.
+double backward_scale(BackwardScale scale, const StepShape& shape);
+
+// The factor the gradient reduction applies to the sum over DP shards of the
+// per-shard gradients: 1/P for the mean over W ranks (R identical replicas
+// each), 1 for the sum over the DP group.
+double reduction_factor(Reduction reduction, const StepShape& shape);
+
+// The number b with sum over DP shards of the unscaled per-rank gradient =
+// b x the reference gradient, for each gather x scope x group (P > 1, use_batch):
+//                         encoders                    direct parameters
+//   detached_own_live/global  1                        P
+//   detached/global           0                        P
+//   autograd/global           P                        P
+//   detached_own_live/local   none (dropped terms)     P (equal batches)
+//   detached/local            none (dropped terms)     P (equal batches)
+//   autograd/local            P (equal batches)        P (equal batches)
+// P = 1: no gather, b = 1. use_batch = false: no gather, each rank's own loss,
+// against the mean of those losses (b = P) or their sum (b = 1, reduction sum).
+// The step's ratio is reduction_factor x backward_scale x b.
+Prediction predict(const Strategy& strategy, ParameterGroup group, const StepShape& shape);
+
+std::string_view name_of(GatherKind gather);
+std::string_view name_of(LossScope scope);
+std::string_view name_of(BackwardScale scale);
+std::string_view name_of(Reduction reduction);
+std::string_view name_of(ParameterGroup group);
+std::string_view name_of(NoRatioCause cause);
+// "gather/scope/scale/reduction", e.g. "detached-own-live/global/scale-P/mean".
+std::string name_of(const Strategy& strategy);
+// "correct", "ratio 0.5", "no single ratio (dropped terms)", + " [equal batches]".
+std::string describe(const Prediction& prediction);
+
+}  // namespace infonce::step
