@@ -26,9 +26,9 @@ constexpr std::string_view kTorchMultimodal =
     "torchmultimodal/modules/losses/contrastive_loss_with_temperature.py @ 02112ecb";
 
 const std::array kConfigurations = {
-    FieldConfiguration{1, "modelscope/ms-swift", "InfonceLoss, INFONCE_USE_BATCH=True, before the fix",
-                       "swift/loss/embedding.py @ 3602360a", point(kOwnLive, kGlobal, kScale1), "",
-                       false},
+    FieldConfiguration{
+        1, "modelscope/ms-swift", "InfonceLoss, INFONCE_USE_BATCH=True, before the fix",
+        "swift/loss/embedding.py @ 3602360a", point(kOwnLive, kGlobal, kScale1), "", false},
     FieldConfiguration{2, "modelscope/ms-swift", "InfonceLoss, after the fix (loss x P)",
                        "swift/loss/embedding_fixed.py (patches/compensate-ddp-averaging.patch)",
                        point(kOwnLive, kGlobal, kScaleP), "", false},
@@ -66,16 +66,15 @@ const std::array kConfigurations = {
                        "NTXentLoss(gather_distributed=True), GatherLayer before PR #1531",
                        "lightly/utils/dist.py @ ec9f6202", point(kOwnLive, kLocal, kScale1), "",
                        false},
-    FieldConfiguration{14, "lightly-ai/lightly",
-                       "NTXentLoss(gather_distributed=True), PR #1531 and later",
-                       "lightly/utils/dist.py @ 80fa5b5c", point(kAutograd, kLocal, kScale1), "",
-                       false},
+    FieldConfiguration{
+        14, "lightly-ai/lightly", "NTXentLoss(gather_distributed=True), PR #1531 and later",
+        "lightly/utils/dist.py @ 80fa5b5c", point(kAutograd, kLocal, kScale1), "", false},
     FieldConfiguration{15, "facebookresearch/multimodal",
                        "ContrastiveLossWithTemperature, backprop_in_gather=True (default)",
                        kTorchMultimodal, point(kAutograd, kLocal, kScale1), kLogitScale, false},
     FieldConfiguration{16, "facebookresearch/multimodal",
-                       "ContrastiveLossWithTemperature, backprop_in_gather=False",
-                       kTorchMultimodal, point(kDetached, kLocal, kScale1), kLogitScale, false},
+                       "ContrastiveLossWithTemperature, backprop_in_gather=False", kTorchMultimodal,
+                       point(kDetached, kLocal, kScale1), kLogitScale, false},
     FieldConfiguration{17, "NVIDIA/Megatron-LM", "ICT biencoder pretraining (loss x DP size)",
                        "pretrain_ict.py @ 097fa65b", point(kOwnLive, kGlobal, kScaleP), "", true},
 };

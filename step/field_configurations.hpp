@@ -14,10 +14,10 @@
 namespace infonce::step {
 
 struct FieldConfiguration {
-  int row;                          // its row number in docs/field.md
-  std::string_view project;         // "owner/name" on GitHub
-  std::string_view configuration;   // the class and the options that select this point
-  std::string_view source;          // the file (and commit) the configuration is read from
+  int row;                         // its row number in docs/field.md
+  std::string_view project;        // "owner/name" on GitHub
+  std::string_view configuration;  // the class and the options that select this point
+  std::string_view source;         // the file (and commit) the configuration is read from
   Strategy strategy;
   // What in this configuration enters the loss directly; empty when nothing
   // does (the temperature is a fixed number): the direct-parameter verdict
