@@ -1,0 +1,397 @@
+// `infonce-sim strategies`: the strategy matrix (every strategy point x
+// parameter group -> what step::predict derives), each cell with the command
+// that reproduces its evidence, then the named configurations of real
+// projects (step/field_configurations.*) on their points. Optionally the same
+// as JSON (stable key order) and the matrix as an SVG (docs/strategies.svg).
+// Pure: no case is run, so the output is a function of P and W alone.
+#include <unistd.h>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+#include "base/error.hpp"
+#include "cli/command.hpp"
+#include "cli/output.hpp"
+#include "cli/tool_options.hpp"
+#include "properties/svg_canvas.hpp"
+#include "step/field_configurations.hpp"
+#include "step/strategy.hpp"
+
+namespace infonce::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+using step::describe;
+using step::name_of;
+using step::ParameterGroup;
+using step::Prediction;
+using step::Strategy;
+
+constexpr std::string_view kCommand = "strategies";
+constexpr std::int64_t kMaxRanks = 1 << 16;
+constexpr ParameterGroup kGroups[] = {ParameterGroup::encoders, ParameterGroup::direct};
+// The brute-force check of every prediction (P in {1, 2, 3}, W in {P, 2P},
+// equal and unequal batches, two loss families): the formulas it checks do
+// not depend on P beyond that.
+constexpr std::string_view kPredictionCheck =
+    "build/tests/test_step --gtest_filter='StrategyPredictions.*'";
+constexpr std::string_view kNotInRankProgram =
+    "predicted, and checked by brute force; the rank program runs only the seed's strategy point "
+    "(detached-own-live/global) today";
+constexpr std::string_view kNoDirectInRankProgram =
+    "predicted, and checked by brute force; the rank program has no parameter that enters the "
+    "loss directly yet";
+
+// A cell the rank program runs today: the seed's gather and scope, for the
+// encoders, through `check` (the fixed program) or a registered mutant.
+struct RankProgramRun {
+  Strategy strategy;
+  std::string_view mutant;  // "" = the fixed program
+  std::string_view note;
+};
+
+constexpr auto kOwnLive = step::GatherKind::detached_own_live;
+constexpr auto kGlobal = step::LossScope::global;
+const RankProgramRun kRankProgramRuns[] = {
+    {{kOwnLive, kGlobal, step::BackwardScale::dp_shards, Reduction::mean},
+     "",
+     "the seed's fixed program: the campaign passes"},
+    {{kOwnLive, kGlobal, step::BackwardScale::none, Reduction::sum},
+     "",
+     "the fixed program does not scale under a summing reducer: the campaign passes (its "
+     "sum-reduction cases are this point)"},
+    {{kOwnLive, kGlobal, step::BackwardScale::none, Reduction::mean},
+     "no-compensation",
+     "the trainer before the fix: fails on a mean-reduction case with P > 1, shrunk"},
+    {{kOwnLive, kGlobal, step::BackwardScale::world_size, Reduction::mean},
+     "scale-by-world",
+     "fails on a mean-reduction case with W != P, shrunk"},
+    {{kOwnLive, kGlobal, step::BackwardScale::dp_shards, Reduction::sum},
+     "compensate-under-sum",
+     "fails on a sum-reduction case with P > 1, shrunk"},
+};
+
+const RankProgramRun* rank_program_run(const Strategy& strategy, ParameterGroup group) {
+  if (group != ParameterGroup::encoders) return nullptr;
+  for (const RankProgramRun& run : kRankProgramRuns) {
+    if (run.strategy == strategy) return &run;
+  }
+  return nullptr;
+}
+
+std::string check_command(std::string_view mutant) {
+  std::string command = "infonce-sim check --cases 1000 --no-corpus";
+  if (!mutant.empty()) command += " --mutant " + std::string(mutant);
+  return command;
+}
+
+struct Cell {
+  Prediction prediction;
+  Prediction unequal;  // the same point with unequal per-shard batches
+  std::string reproduce;
+  std::string note;
+  bool in_rank_program = false;
+};
+
+Cell cell_of(const Strategy& strategy, ParameterGroup group, const step::StepShape& shape) {
+  Cell cell;
+  cell.prediction = step::predict(strategy, group, shape);
+  step::StepShape unequal = shape;
+  unequal.equal_batches = shape.dp == 1;  // one shard cannot differ from itself
+  cell.unequal = step::predict(strategy, group, unequal);
+  if (const RankProgramRun* run = rank_program_run(strategy, group)) {
+    cell.reproduce = check_command(run->mutant);
+    cell.note = std::string(run->note) + "; the campaign draws its own P, W and reduction";
+    cell.in_rank_program = true;
+  } else {
+    cell.reproduce = kPredictionCheck;
+    cell.note = group == ParameterGroup::direct ? kNoDirectInRankProgram : kNotInRankProgram;
+  }
+  return cell;
+}
+
+std::string_view verdict_key(step::Verdict verdict) {
+  switch (verdict) {
+    case step::Verdict::correct:
+      return "correct";
+    case step::Verdict::ratio:
+      return "ratio";
+    case step::Verdict::no_single_ratio:
+      return "no-single-ratio";
+  }
+  return "?";
+}
+
+// ---- parsing --------------------------------------------------------------
+
+struct Options {
+  step::StepShape shape;
+  std::optional<fs::path> json;
+  std::optional<fs::path> svg;
+};
+
+// Checked before any work: the file's directory exists and is writable.
+fs::path output_path(std::string_view option, const std::string& text) {
+  const std::string problem =
+      std::string(kCommand) + ": " + std::string(option) + " '" + text + "'";
+  const fs::path path(text);
+  std::error_code error;
+  if (text.empty() || fs::is_directory(path, error)) throw UsageError(problem + " is a directory");
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, error)) {
+    throw UsageError(problem + ": no directory '" + parent.string() + "'");
+  }
+  if (::access(parent.c_str(), W_OK) != 0 ||
+      (fs::exists(path, error) && ::access(path.c_str(), W_OK) != 0)) {
+    throw UsageError(problem + " is not writable");
+  }
+  return path;
+}
+
+Options parse_options(const po::variables_map& values) {
+  Options options;
+  const auto text = [&](const char* name) { return values[name].as<std::string>(); };
+  options.shape.dp =
+      values.count("dp")
+          ? static_cast<std::int32_t>(parse_count(kCommand, "--dp", text("dp"), kMaxRanks))
+          : 4;
+  options.shape.world =
+      values.count("world")
+          ? static_cast<std::int32_t>(parse_count(kCommand, "--world", text("world"), kMaxRanks))
+          : 2 * options.shape.dp;
+  if (options.shape.world % options.shape.dp != 0) {
+    throw UsageError(std::string(kCommand) + ": --world " + std::to_string(options.shape.world) +
+                     " is not a multiple of --dp " + std::to_string(options.shape.dp));
+  }
+  if (values.count("json")) options.json = output_path("--json", text("json"));
+  if (values.count("svg")) options.svg = output_path("--svg", text("svg"));
+  return options;
+}
+
+// ---- human ----------------------------------------------------------------
+
+void print_matrix(std::ostream& out, const step::StepShape& shape) {
+  out << "strategy matrix: P = " << shape.dp << " data-parallel shards, W = " << shape.world
+      << " ranks, equal per-shard batches (step::predict, docs/strategies.md)\n"
+      << "[equal batches]: the verdict holds only when every shard has the same number of "
+         "queries; with unequal ones it is no single ratio\n\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-40s %-34s %s\n", "strategy point", "encoders",
+                "direct parameters");
+  out << line;
+  for (const Strategy& strategy : step::all_strategies()) {
+    const std::string encoders = describe(step::predict(strategy, kGroups[0], shape));
+    const std::string direct = describe(step::predict(strategy, kGroups[1], shape));
+    std::snprintf(line, sizeof line, "%-40s %-34s %s\n", name_of(strategy).c_str(),
+                  encoders.c_str(), direct.c_str());
+    out << line;
+  }
+}
+
+void print_reproduce(std::ostream& out, const step::StepShape& shape) {
+  out << "\nreproduce:\n"
+      << "  every cell's prediction, by brute force: " << kPredictionCheck << '\n'
+      << "  through the rank program (the encoders; the campaign draws its own P, W and "
+         "reduction):\n";
+  for (const RankProgramRun& run : kRankProgramRuns) {
+    const Cell cell = cell_of(run.strategy, ParameterGroup::encoders, shape);
+    out << "    " << name_of(run.strategy) << ": " << cell.reproduce << "\n      " << run.note
+        << '\n';
+  }
+  out << "  every other cell: " << kNotInRankProgram << "; direct parameters: not in the rank "
+      << "program yet\n";
+}
+
+std::string direct_text(const step::FieldConfiguration& c, const step::StepShape& shape) {
+  const std::string verdict = describe(step::predict(c.strategy, ParameterGroup::direct, shape));
+  if (c.direct_parameters.empty()) return "none (a learnable one: " + verdict + ")";
+  return std::string(c.direct_parameters) + ": " + verdict;
+}
+
+void print_field(std::ostream& out, const step::StepShape& shape) {
+  out << "\nnamed configurations of real projects (docs/field.md cites each source; "
+      << "† some cell rests on something the cited file does not show):\n";
+  for (const step::FieldConfiguration& c : step::field_configurations()) {
+    char number[16];
+    std::snprintf(number, sizeof number, "%2d", c.row);
+    out << number << (c.unconfirmed ? " † " : "   ") << c.project << ": " << c.configuration
+        << "\n     " << c.source << "\n     " << name_of(c.strategy)
+        << "  encoders: " << describe(step::predict(c.strategy, ParameterGroup::encoders, shape))
+        << "  direct: " << direct_text(c, shape) << '\n';
+  }
+}
+
+// ---- JSON -----------------------------------------------------------------
+
+OutputJson prediction_json(const Prediction& p) {
+  OutputJson out;
+  out["verdict"] = verdict_key(p.verdict);
+  out["ratio"] = p.verdict == step::Verdict::no_single_ratio ? OutputJson() : OutputJson(p.ratio);
+  out["cause"] = p.cause == step::NoRatioCause::none ? OutputJson() : OutputJson(name_of(p.cause));
+  out["equal_batches_only"] = p.depends_on_equal_batches;
+  out["text"] = describe(p);
+  return out;
+}
+
+OutputJson cell_json(const Cell& cell) {
+  OutputJson out = prediction_json(cell.prediction);
+  out["with_unequal_batches"] = describe(cell.unequal);
+  out["in_rank_program"] = cell.in_rank_program;
+  out["reproduce"] = cell.reproduce;
+  out["note"] = cell.note;
+  return out;
+}
+
+OutputJson matrix_document(const step::StepShape& shape) {
+  OutputJson doc;
+  doc["command"] = "strategies";
+  doc["dp"] = shape.dp;
+  doc["world"] = shape.world;
+  doc["prediction_check"] = kPredictionCheck;
+  OutputJson points = OutputJson::array();
+  for (const Strategy& strategy : step::all_strategies()) {
+    OutputJson point;
+    point["strategy"] = name_of(strategy);
+    point["gather"] = name_of(strategy.gather);
+    point["scope"] = name_of(strategy.scope);
+    point["scale"] = name_of(strategy.scale);
+    point["reduction"] = name_of(strategy.reduction);
+    for (const ParameterGroup group : kGroups) {
+      point["cells"][std::string(name_of(group))] = cell_json(cell_of(strategy, group, shape));
+    }
+    points.push_back(point);
+  }
+  doc["matrix"] = points;
+  OutputJson field = OutputJson::array();
+  for (const step::FieldConfiguration& c : step::field_configurations()) {
+    OutputJson row;
+    row["row"] = c.row;
+    row["project"] = c.project;
+    row["configuration"] = c.configuration;
+    row["source"] = c.source;
+    row["strategy"] = name_of(c.strategy);
+    row["direct_parameters"] = c.direct_parameters;
+    row["unconfirmed"] = c.unconfirmed;
+    row["encoders"] = prediction_json(step::predict(c.strategy, ParameterGroup::encoders, shape));
+    row["direct"] = prediction_json(step::predict(c.strategy, ParameterGroup::direct, shape));
+    field.push_back(row);
+  }
+  doc["field"] = field;
+  return doc;
+}
+
+// ---- SVG ------------------------------------------------------------------
+
+constexpr int kSvgWidth = 820;
+constexpr int kMargin = 20;
+constexpr int kPointWidth = 300;
+constexpr int kCellWidth = 240;
+constexpr int kRowHeight = 22;
+constexpr int kTop = 74;
+constexpr const char* kFont = "DejaVu Sans, Helvetica, Arial, sans-serif";
+
+const char* fill_of(const Prediction& p) {
+  switch (p.verdict) {
+    case step::Verdict::correct:
+      return "#c8e6c9";
+    case step::Verdict::ratio:
+      return "#ffe0b2";
+    case step::Verdict::no_single_ratio:
+      return "#ffcdd2";
+  }
+  return "#ffffff";
+}
+
+void draw_cell(properties::SvgCanvas& svg, double x, double y, const Cell& cell) {
+  const std::string border = cell.in_rank_program ? R"(stroke="#1b1b1b" stroke-width="2")"
+                                                  : R"(stroke="#ffffff" stroke-width="1")";
+  svg.rect(x, y, kCellWidth, kRowHeight, fill_of(cell.prediction), border,
+           cell.reproduce + " (" + cell.note + ")");
+  svg.text(x + 8, y + 15, describe(cell.prediction), 12);
+}
+
+void draw_legend(properties::SvgCanvas& svg, double y) {
+  const std::pair<const char*, const char*> kinds[] = {
+      {"#c8e6c9", "correct"},
+      {"#ffe0b2", "exact ratio r (the step is r x the full-batch gradient)"},
+      {"#ffcdd2", "no single ratio"}};
+  for (const auto& [fill, label] : kinds) {
+    svg.rect(kMargin, y, 14, 14, fill);
+    svg.text(kMargin + 22, y + 12, label, 12);
+    y += 20;
+  }
+  svg.rect(kMargin, y, 14, 14, "#ffffff", R"(stroke="#1b1b1b" stroke-width="2")");
+  svg.text(kMargin + 22, y + 12,
+           "runs through the rank program today (infonce-sim check [--mutant NAME]); every other "
+           "cell is predicted",
+           12);
+  svg.text(kMargin, y + 38,
+           "[equal batches]: holds only when every shard has the same number of queries.", 11);
+  svg.text(kMargin, y + 54,
+           "Every prediction is checked by brute force (tests/step/strategy_test.cpp).", 11);
+}
+
+std::string matrix_svg(const step::StepShape& shape) {
+  properties::SvgCanvas svg(kSvgWidth, kFont);
+  svg.text(kMargin, 28, "Gather strategies: predicted step gradient / full-batch gradient", 16,
+           R"(font-weight="bold")");
+  svg.text(kMargin, 48,
+           "P = " + std::to_string(shape.dp) +
+               " data-parallel shards, W = " + std::to_string(shape.world) +
+               " ranks, equal per-shard batches (infonce-sim strategies; docs/strategies.md)",
+           12);
+  const double x_cells = kMargin + kPointWidth;
+  svg.text(kMargin, kTop - 6, "strategy point (gather/scope/scale/reduction)", 12,
+           R"(font-weight="bold")");
+  svg.text(x_cells + 8, kTop - 6, "encoders", 12, R"(font-weight="bold")");
+  svg.text(x_cells + kCellWidth + 8, kTop - 6, "direct parameters", 12, R"(font-weight="bold")");
+  double y = kTop;
+  for (const Strategy& strategy : step::all_strategies()) {
+    svg.text(kMargin, y + 15, name_of(strategy), 12,
+             R"(font-family="DejaVu Sans Mono, Menlo, Consolas, monospace")");
+    double x = x_cells;
+    for (const ParameterGroup group : kGroups) {
+      draw_cell(svg, x, y, cell_of(strategy, group, shape));
+      x += kCellWidth;
+    }
+    y += kRowHeight;
+  }
+  draw_legend(svg, y + 16);
+  std::ostringstream out;
+  svg.write(out, static_cast<int>(y) + 150);
+  return out.str();
+}
+
+// ---- the command ----------------------------------------------------------
+
+int run_strategies(const CommandContext& context) {
+  po::options_description description("options");
+  description.add_options()("dp", po::value<std::string>()->value_name("P"),
+                            "data-parallel shards (default 4)")(
+      "world", po::value<std::string>()->value_name("W"),
+      "world ranks, a multiple of P (default 2 x P)")(
+      "json", po::value<std::string>()->value_name("FILE"), "also write the matrix as JSON")(
+      "svg", po::value<std::string>()->value_name("FILE"), "also write the matrix as an SVG");
+  const auto values = parse_command_options(context, description);
+  if (!values) return kExitOk;
+  const Options options = parse_options(*values);
+  print_matrix(context.out, options.shape);
+  print_reproduce(context.out, options.shape);
+  print_field(context.out, options.shape);
+  if (options.json) {
+    write_text_file_atomically(*options.json, matrix_document(options.shape).dump(2) + "\n");
+  }
+  if (options.svg) write_text_file_atomically(*options.svg, matrix_svg(options.shape));
+  return kExitOk;
+}
+
+const RegisterCommand kStrategies{
+    {"strategies", "[--dp P] [--world W] [--json FILE] [--svg FILE]",
+     "the strategy matrix (strategy point x parameter group) and real projects' configurations",
+     run_strategies}};
+
+}  // namespace
+}  // namespace infonce::cli

@@ -1,0 +1,221 @@
+// `infonce-sim strategies` through the binary: the matrix's values at the
+// default shape (P = 4, W = 8; expected values derived by hand from the
+// table in docs/strategies.md, not from the code), the JSON document, the
+// reproduce commands of the cells the rank program runs (each is run and
+// must end as its note says), bad input (exit 2, one line), and the SVG
+// against docs/strategies.svg. That comparison is a regression baseline, not
+// an independent check: the committed file was made by this command
+// (`build/infonce-sim strategies --svg docs/strategies.svg`); when the
+// drawing changes on purpose, re-make it with that command.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_runner.hpp"
+
+namespace infonce::cli_test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << "cannot read " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The matrix line of a strategy point, split at runs of two or more spaces.
+std::vector<std::string> matrix_row(const std::string& out, const std::string& point) {
+  for (const std::string& line : lines_of(out)) {
+    if (!line.starts_with(point + " ")) continue;
+    std::vector<std::string> cells;
+    std::size_t at = 0;
+    while (at < line.size()) {
+      const std::size_t gap = line.find("  ", at);
+      cells.push_back(line.substr(at, gap - at));
+      if (gap == std::string::npos) break;
+      at = line.find_first_not_of(' ', gap);
+    }
+    return cells;
+  }
+  return {};
+}
+
+TEST(StrategiesCommand, PrintsThePredictedMatrixAtTheDefaultShape) {
+  const CliResult result = run_infonce_sim({"strategies"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_NE(result.out.find("P = 4 data-parallel shards, W = 8 ranks"), std::string::npos);
+  using Row = std::vector<std::string>;
+  EXPECT_EQ(matrix_row(result.out, "detached-own-live/global/scale-1/mean"),
+            (Row{"detached-own-live/global/scale-1/mean", "ratio 0.25", "correct"}));
+  EXPECT_EQ(matrix_row(result.out, "detached-own-live/global/scale-P/mean"),
+            (Row{"detached-own-live/global/scale-P/mean", "correct", "ratio 4"}));
+  EXPECT_EQ(matrix_row(result.out, "detached-own-live/global/scale-W/mean"),
+            (Row{"detached-own-live/global/scale-W/mean", "ratio 2", "ratio 8"}));
+  EXPECT_EQ(matrix_row(result.out, "detached/global/scale-1/mean"),
+            (Row{"detached/global/scale-1/mean", "ratio 0", "correct"}));
+  EXPECT_EQ(matrix_row(result.out, "detached/local/scale-1/mean"),
+            (Row{"detached/local/scale-1/mean", "no single ratio (dropped terms)",
+                 "correct [equal batches]"}));
+  EXPECT_EQ(
+      matrix_row(result.out, "autograd/local/scale-1/mean"),
+      (Row{"autograd/local/scale-1/mean", "correct [equal batches]", "correct [equal batches]"}));
+  EXPECT_EQ(matrix_row(result.out, "autograd/global/scale-W/sum"),
+            (Row{"autograd/global/scale-W/sum", "ratio 32", "ratio 32"}));
+}
+
+TEST(StrategiesCommand, ListsTheSeventeenProjectConfigurationsWithTheirPoints) {
+  const CliResult result = run_infonce_sim({"strategies", "--dp", "2", "--world", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // open_clip's default at P = 2: towers 1/2, logit scale correct.
+  EXPECT_NE(result.out.find(" 3   mlfoundations/open_clip: ClipLoss() default\n"
+                            "     src/open_clip/loss.py @ 89fb801f (ClipLoss)\n"
+                            "     detached-own-live/global/scale-1/mean  encoders: ratio 0.5  "
+                            "direct: log logit scale: correct\n"),
+            std::string::npos)
+      << result.out;
+  // Megatron ICT: unconfirmed (dagger), the seed's fix.
+  EXPECT_NE(result.out.find("17 † NVIDIA/Megatron-LM: "), std::string::npos);
+  EXPECT_NE(result.out.find("     detached-own-live/global/scale-P/mean  encoders: correct  "
+                            "direct: none (a learnable one: ratio 2)\n"),
+            std::string::npos);
+}
+
+ordered_json strategies_json(const std::vector<std::string>& extra, const std::string& name) {
+  const fs::path file = fresh_work_dir(name) / "strategies.json";
+  std::vector<std::string> args = {"strategies", "--json", file.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliResult result = run_infonce_sim(args);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return ordered_json::parse(read_file(file));
+}
+
+TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
+  const ordered_json doc = strategies_json({"--dp", "3", "--world", "6"}, "strategies-json");
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : doc.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"command", "dp", "world", "prediction_check", "matrix",
+                                            "field"}));
+  EXPECT_EQ(doc["dp"], 3);
+  EXPECT_EQ(doc["world"], 6);
+  ASSERT_EQ(doc["matrix"].size(), 36u);
+  ASSERT_EQ(doc["field"].size(), 17u);
+  const ordered_json& first = doc["matrix"][0];
+  EXPECT_EQ(first["strategy"], "detached-own-live/global/scale-1/mean");
+  const ordered_json& encoders = first["cells"]["encoders"];
+  EXPECT_EQ(encoders["verdict"], "ratio");
+  EXPECT_DOUBLE_EQ(encoders["ratio"].get<double>(), 1.0 / 3.0);
+  EXPECT_EQ(encoders["in_rank_program"], true);
+  EXPECT_EQ(encoders["reproduce"],
+            "infonce-sim check --cases 1000 --no-corpus --mutant "
+            "no-compensation");
+  const ordered_json& direct = first["cells"]["direct"];
+  EXPECT_EQ(direct["verdict"], "correct");
+  EXPECT_EQ(direct["in_rank_program"], false);
+  EXPECT_NE(direct["note"].get<std::string>().find("predicted"), std::string::npos);
+  // A dropped-terms cell: no ratio, its cause, not an equal-batches verdict.
+  const ordered_json& dropped = doc["matrix"][18]["cells"]["encoders"];
+  EXPECT_EQ(doc["matrix"][18]["strategy"], "detached/local/scale-1/mean");
+  EXPECT_EQ(dropped["verdict"], "no-single-ratio");
+  EXPECT_TRUE(dropped["ratio"].is_null());
+  EXPECT_EQ(dropped["cause"], "dropped terms");
+  EXPECT_EQ(dropped["equal_batches_only"], false);
+  EXPECT_EQ(dropped["in_rank_program"], false);
+  // An equal-batches verdict and what unequal batches give.
+  const ordered_json& local = doc["matrix"][30]["cells"]["encoders"];
+  EXPECT_EQ(doc["matrix"][30]["strategy"], "autograd/local/scale-1/mean");
+  EXPECT_EQ(local["verdict"], "correct");
+  EXPECT_EQ(local["equal_batches_only"], true);
+  EXPECT_EQ(local["with_unequal_batches"], "no single ratio (unequal batches)");
+  // tevatron at W = 2P: the encoders get W/P = 2.
+  EXPECT_EQ(doc["field"][9]["project"], "texttron/tevatron");
+  EXPECT_EQ(doc["field"][9]["encoders"]["ratio"], 2.0);
+  EXPECT_EQ(doc["field"][9]["unconfirmed"], false);
+}
+
+TEST(StrategiesCommand, JsonBytesAreTheSameOnEveryRun) {
+  const fs::path a = fresh_work_dir("strategies-json-a") / "a.json";
+  const fs::path b = fresh_work_dir("strategies-json-b") / "b.json";
+  ASSERT_EQ(run_infonce_sim({"strategies", "--json", a.string()}).exit_code, 0);
+  ASSERT_EQ(run_infonce_sim({"strategies", "--json", b.string()}).exit_code, 0);
+  EXPECT_EQ(read_file(a), read_file(b));
+}
+
+// Every command a cell offers as running through the rank program ends as
+// its note says: the fixed program's campaign passes (0), a mutant's fails (1).
+TEST(StrategiesCommand, TheRankProgramReproduceCommandsRunAndEndAsNoted) {
+  const ordered_json doc = strategies_json({}, "strategies-reproduce");
+  int run = 0;
+  for (const ordered_json& point : doc["matrix"]) {
+    for (const auto& [group, cell] : point["cells"].items()) {
+      if (!cell["in_rank_program"].get<bool>()) continue;
+      std::istringstream words(cell["reproduce"].get<std::string>());
+      std::string word;
+      words >> word;
+      ASSERT_EQ(word, "infonce-sim");
+      std::vector<std::string> args;
+      while (words >> word) args.push_back(word);
+      const bool mutant =
+          cell["reproduce"].get<std::string>().find("--mutant") != std::string::npos;
+      const CliResult result = run_infonce_sim(args);
+      EXPECT_EQ(result.exit_code, mutant ? 1 : 0)
+          << point["strategy"] << ": " << cell["reproduce"] << "\n"
+          << result.out << result.err;
+      EXPECT_EQ(cell["verdict"] == "correct", !mutant) << point["strategy"];
+      ++run;
+    }
+  }
+  EXPECT_EQ(run, 5);
+}
+
+TEST(StrategiesCommand, TheSvgIsTheCommittedDocsPicture) {
+  const fs::path file = fresh_work_dir("strategies-svg") / "strategies.svg";
+  const CliResult result = run_infonce_sim({"strategies", "--svg", file.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string svg = read_file(file);
+  EXPECT_TRUE(svg.starts_with("<svg")) << svg.substr(0, 80);
+  EXPECT_NE(svg.find("detached/local/scale-1/mean"), std::string::npos);
+  // Regression baseline (see the top of this file).
+  EXPECT_EQ(svg, read_file(source_dir() / "docs" / "strategies.svg"))
+      << "re-make it: build/infonce-sim strategies --svg docs/strategies.svg";
+}
+
+// Exit 2, nothing on stdout, one line naming the problem.
+void expect_bad_input(const std::vector<std::string>& args, const std::string& fragment) {
+  const CliResult result = run_infonce_sim(args);
+  EXPECT_EQ(result.signal, 0);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
+  EXPECT_TRUE(result.err.starts_with("infonce-sim: error: strategies: ")) << result.err;
+  EXPECT_NE(result.err.find(fragment), std::string::npos) << result.err;
+}
+
+TEST(StrategiesCommand, BadInputGivesOneLineAndExitTwo) {
+  const fs::path dir = fresh_work_dir("strategies-bad");
+  const fs::path plain_file = write_text_file(dir / "plain.txt", "x");
+  expect_bad_input({"strategies", "--dp", "4", "--world", "6"},
+                   "--world 6 is not a multiple of --dp 4");
+  expect_bad_input({"strategies", "--dp", "4", "--world", "2"},
+                   "--world 2 is not a multiple of --dp 4");
+  expect_bad_input({"strategies", "--dp", "0"}, "--dp must be at least 1");
+  expect_bad_input({"strategies", "--dp=-1"}, "--dp must be a whole number");
+  expect_bad_input({"strategies", "--world", "two"}, "--world must be a whole number");
+  expect_bad_input({"strategies", "--json", (dir / "no-such-dir" / "m.json").string()},
+                   "no directory");
+  expect_bad_input({"strategies", "--svg", dir.string()}, "is a directory");
+  expect_bad_input({"strategies", "--svg", (plain_file / "m.svg").string()}, "no directory");
+  EXPECT_FALSE(fs::exists(dir / "no-such-dir"));
+}
+
+}  // namespace
+}  // namespace infonce::cli_test
