@@ -54,8 +54,7 @@ void print_program_help(std::ostream& out) {
     out << "  " << command.name << std::string(width - command.name.size() + 2, ' ')
         << command.summary << '\n';
   }
-  out << "\nexit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 simulation error, "
-         "4 internal error\n";
+  out << "\n" << kExitCodesHelp << "\n";
 }
 
 // `help` and `help <command>`.
@@ -85,7 +84,8 @@ std::string unknown_command_message(std::string_view word) {
   return message + " (see " + std::string(kProgram) + " --help)";
 }
 
-int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+             std::string_view program) {
   if (args.empty()) {
     throw UsageError("no command given (see " + std::string(kProgram) + " --help)");
   }
@@ -106,7 +106,7 @@ int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   }
   const auto match = match_command(args);
   if (!match) throw UsageError(unknown_command_message(first));
-  const CommandContext context{*match->command, args.subspan(match->words), out, err};
+  const CommandContext context{*match->command, args.subspan(match->words), out, err, program};
   return match->command->run(context);
 }
 
@@ -188,9 +188,10 @@ void require_option(const CommandContext& context, const po::variables_map& valu
   }
 }
 
-int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+            std::string_view program) {
   try {
-    return dispatch(args, out, err);
+    return dispatch(args, out, err, program.empty() ? kProgram : program);
   } catch (const UsageError& error) {
     print_error(err, error.what());
     return kExitBadInput;

@@ -29,7 +29,14 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;      // the command ran, a check it made failed
 inline constexpr int kExitBadInput = 2;         // usage error, unreadable or invalid input
 inline constexpr int kExitSimulationError = 3;  // collective misuse / hang (SimulationError)
-inline constexpr int kExitInternalError = 4;    // a bug in infonce-sim
+inline constexpr int kExitInternalError = 4;    // a bug in infonce-sim, or out of memory
+inline constexpr int kExitInterrupted = 130;    // check stopped by Ctrl-C (128 + SIGINT)
+
+// What `--help` and the man page say about the codes above.
+inline constexpr std::string_view kExitCodesHelp =
+    "exit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 simulation error, 4 internal "
+    "error (a bug, or out of memory), 130 check interrupted (Ctrl-C; the report is still "
+    "printed)";
 
 inline constexpr std::string_view kProgram = "infonce-sim";
 inline constexpr std::string_view kVersion = "0.1.0";
@@ -47,6 +54,10 @@ struct CommandContext {
   std::span<const std::string> args;  // after the command's name
   std::ostream& out;
   std::ostream& err;
+  // How the program was invoked (argv[0] as given, e.g. build/infonce-sim):
+  // the commands a report prints to reproduce a failure start with it, so
+  // they run as printed from the same directory.
+  std::string_view program = kProgram;
 };
 
 using CommandFunction = int (*)(const CommandContext& context);
@@ -90,6 +101,8 @@ void require_option(const CommandContext& context,
                     std::string_view value_name);
 
 // The whole program: dispatch, --help, --version, errors -> exit codes.
-int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+// `program` is argv[0] as given (see CommandContext::program).
+int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+            std::string_view program = kProgram);
 
 }  // namespace infonce::cli

@@ -3,6 +3,7 @@
 // code 2, nothing on stdout, and exactly one line on stderr:
 //   infonce-sim: error: <message naming the file and key, or the option>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ struct Misuse {
   std::vector<std::string> args;
   std::string message;  // the whole message after "infonce-sim: error: "
 };
+
+// GoogleTest prints a parameter with this (not as a dump of its bytes).
+void PrintTo(const Misuse& misuse, std::ostream* out) {
+  *out << misuse.name;
+}
 
 std::vector<Misuse> misuses() {
   const fs::path dir = fresh_work_dir("misuse");

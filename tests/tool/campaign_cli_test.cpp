@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -98,6 +99,11 @@ struct ShardCase {
   std::vector<std::string> campaign;  // options shared by every run
   int shards;
 };
+
+// GoogleTest prints a parameter with this (not as a dump of its bytes).
+void PrintTo(const ShardCase& shard_case, std::ostream* out) {
+  *out << shard_case.name << " (" << shard_case.shards << " shards)";
+}
 
 class ShardMerge : public ::testing::TestWithParam<ShardCase> {};
 
