@@ -13,6 +13,13 @@ std::string short_number(double value) {
   return text;
 }
 
+// Losses with every digit that tells two of them apart in a line.
+std::string loss_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", value);
+  return text;
+}
+
 std::string numbers_text(const std::vector<double>& numbers) {
   std::string text;
   for (const double n : numbers) text += (text.empty() ? "" : ", ") + short_number(n);
@@ -34,10 +41,10 @@ CaseCheck gradient_check(const step::CaseReport& r) {
 CaseCheck loss_check(const Case& c, const step::CaseReport& r) {
   CaseCheck check{"loss", true, r.loss_matches && r.losses_equal, ""};
   if (c.loss.use_batch) {
-    check.detail = "rank 0 reports " + short_number(r.loss) + ", reference " +
-                   short_number(r.reference.loss);
+    check.detail = "rank 0 reports " + loss_number(r.loss) + ", reference " +
+                   loss_number(r.reference.loss);
   } else {
-    check.detail = "each rank reports its DP shard's mean (rank 0: " + short_number(r.loss) +
+    check.detail = "each rank reports its DP shard's mean (rank 0: " + loss_number(r.loss) +
                    "), reference per shard: " + numbers_text(r.reference.shard_losses);
   }
   if (!r.loss_matches) check.detail += "; a rank's loss differs from the reference";

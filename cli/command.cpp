@@ -8,6 +8,7 @@
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
+#include "cli/manual.hpp"
 
 namespace infonce::cli {
 namespace po = boost::program_options;
@@ -47,14 +48,18 @@ void print_program_help(std::ostream& out) {
   out << "usage: " << kProgram << " <command> [options]\n"
       << "       " << kProgram << " <command> --help\n"
       << "       " << kProgram << " --version\n\n"
-      << "Deterministic simulation and property tests of data-parallel InfoNCE.\n\ncommands:\n";
+      << kProgramSummary << "\n\ncommands:\n";
   std::size_t width = 0;
   for (const Command& command : registered_commands()) width = std::max(width, command.name.size());
   for (const Command& command : registered_commands()) {
     out << "  " << command.name << std::string(width - command.name.size() + 2, ' ')
         << command.summary << '\n';
   }
-  out << "\n" << kExitCodesHelp << "\n";
+  out << "\nexit codes:";
+  for (const ExitCodeDoc& exit : kExitCodeDocs) {
+    out << (exit.code == kExitOk ? " " : ", ") << exit.code << ' ' << exit.meaning;
+  }
+  out << "\n";
 }
 
 // `help` and `help <command>`.
@@ -100,6 +105,9 @@ int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream&
     return kExitOk;
   }
   if (first == "help") return run_help(args.subspan(1), out);
+  // Hidden: the build generates the man page and the completion with these.
+  if (first == "help-man") return run_help_man(args.subspan(1), out);
+  if (first == "help-completion") return run_help_completion(args.subspan(1), out);
   if (first.starts_with('-')) {
     throw UsageError("unknown option '" + one_line(first) + "' (a command comes first; see " +
                      std::string(kProgram) + " --help)");
@@ -165,6 +173,10 @@ std::optional<po::variables_map> parse_options_and_words(const CommandContext& c
   } catch (const po::error& error) {
     throw UsageError(name + ": " + error.what() + " (see " + std::string(kProgram) + " " + name +
                      " --help)");
+  }
+  if (values.count("help") != 0 && context.describe != nullptr) {
+    (*context.describe)(options);
+    return std::nullopt;
   }
   if (values.count("help") != 0) {
     context.out << "usage: " << kProgram << ' ' << name << ' ' << context.command.usage << "\n\n"

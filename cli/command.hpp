@@ -11,7 +11,9 @@
 // name that the arguments start with wins.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <span>
@@ -33,13 +35,23 @@ inline constexpr int kExitInternalError = 4;    // a bug in infonce-sim, or out 
 inline constexpr int kExitInterrupted = 130;    // check stopped by Ctrl-C (128 + SIGINT)
 
 // What `--help` and the man page say about the codes above.
-inline constexpr std::string_view kExitCodesHelp =
-    "exit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 simulation error, 4 internal "
-    "error (a bug, or out of memory), 130 check interrupted (Ctrl-C; the report is still "
-    "printed)";
+struct ExitCodeDoc {
+  int code;
+  std::string_view meaning;
+};
+inline constexpr std::array<ExitCodeDoc, 6> kExitCodeDocs = {{
+    {kExitOk, "ok"},
+    {kExitCheckFailed, "a check failed"},
+    {kExitBadInput, "bad input or usage"},
+    {kExitSimulationError, "simulation error"},
+    {kExitInternalError, "internal error (a bug, or out of memory)"},
+    {kExitInterrupted, "check interrupted (Ctrl-C; the report is still printed)"},
+}};
 
 inline constexpr std::string_view kProgram = "infonce-sim";
 inline constexpr std::string_view kVersion = "0.1.0";
+inline constexpr std::string_view kProgramSummary =
+    "Deterministic simulation and property tests of data-parallel InfoNCE.";
 
 // Misuse of the command line (unknown option, missing option): exit 2.
 class UsageError : public std::runtime_error {
@@ -48,6 +60,10 @@ class UsageError : public std::runtime_error {
 };
 
 struct Command;
+
+// Receives a command's option table instead of printing its --help (the man
+// page and the completion are generated from the tables --help prints).
+using OptionsSink = std::function<void(const boost::program_options::options_description&)>;
 
 struct CommandContext {
   const Command& command;
@@ -58,6 +74,8 @@ struct CommandContext {
   // the commands a report prints to reproduce a failure start with it, so
   // they run as printed from the same directory.
   std::string_view program = kProgram;
+  // Set: --help hands the option table here instead of printing it.
+  const OptionsSink* describe = nullptr;
 };
 
 using CommandFunction = int (*)(const CommandContext& context);
