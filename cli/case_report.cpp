@@ -41,8 +41,8 @@ CaseCheck gradient_check(const step::CaseReport& r) {
 CaseCheck loss_check(const Case& c, const step::CaseReport& r) {
   CaseCheck check{"loss", true, r.loss_matches && r.losses_equal, ""};
   if (c.loss.use_batch) {
-    check.detail = "rank 0 reports " + loss_number(r.loss) + ", reference " +
-                   loss_number(r.reference.loss);
+    check.detail =
+        "rank 0 reports " + loss_number(r.loss) + ", reference " + loss_number(r.reference.loss);
   } else {
     check.detail = "each rank reports its DP shard's mean (rank 0: " + loss_number(r.loss) +
                    "), reference per shard: " + numbers_text(r.reference.shard_losses);
@@ -61,10 +61,10 @@ CaseCheck padding_check(const Case& c, const step::CaseReport& r) {
     check.detail = std::string("no padding row was a group's positive (padding: ") +
                    (legacy ? "legacy" : "fixed") + ")";
   } else {
-    check.detail = "padding drew a group's positive as a negative " +
-                   std::to_string(r.padded_positives) + " time(s)" +
-                   (legacy ? " (padding: legacy, the trainer's behaviour before its padding fix)"
-                           : "");
+    check.detail =
+        "padding drew a group's positive as a negative " + std::to_string(r.padded_positives) +
+        " time(s)" +
+        (legacy ? " (padding: legacy, the trainer's behaviour before its padding fix)" : "");
   }
   return check;
 }
@@ -102,7 +102,9 @@ void print_checks(std::ostream& out, const std::vector<CaseCheck>& checks) {
   char line[32];
   for (const CaseCheck& check : checks) {
     std::snprintf(line, sizeof line, "  %-9s %-5s ", check.name.c_str(),
-                  !check.judged ? "-" : check.passed ? "pass" : "FAIL");
+                  !check.judged  ? "-"
+                  : check.passed ? "pass"
+                                 : "FAIL");
     out << line << check.detail << "\n";
   }
   out << "verdict: "

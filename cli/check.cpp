@@ -347,8 +347,8 @@ int run_check(const CommandContext& context) {
   const std::vector<std::string> name{"check-mpi"};
   const auto match = mpi ? match_command(name) : std::nullopt;
   const Command& command = match ? *match->command : context.command;
-  const CommandContext forwarded{command,         args, context.out, context.err,
-                                 context.program, context.describe};
+  const CommandContext forwarded{command,         args, context.out, context.err, context.program,
+                                 context.describe};
   return match ? command.run(forwarded) : run_check_on_fibers(forwarded);
 }
 

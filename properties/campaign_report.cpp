@@ -434,8 +434,9 @@ std::string shell_word(std::string_view text) {
 std::vector<std::string> reproduce_commands(const CampaignReport& report) {
   std::vector<std::string> commands;
   if (!report.result.failure) return commands;
-  std::string replay = shell_word(report.program) + " replay --seed " + std::to_string(report.seed) +
-                       " --case-index " + std::to_string(report.result.failure->case_index);
+  std::string replay = shell_word(report.program) + " replay --seed " +
+                       std::to_string(report.seed) + " --case-index " +
+                       std::to_string(report.result.failure->case_index);
   if (!report.mutant.empty()) replay += " --mutant " + report.mutant;
   if (report.limits != "default") replay += " --limits " + report.limits;
   // The replay saves the case where the campaign did: the same file, the same output.

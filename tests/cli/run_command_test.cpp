@@ -41,7 +41,8 @@ TEST(RunCommand, ScheduleSeedDoesNotChangeOneBit) {
 }
 
 TEST(RunCommand, FixedCasePassesAndPrefixCaseShowsTheBug) {
-  const CliResult fixed = run_infonce_sim({"run", "--case", corpus_case("w4d4-004-fixed.json"), "--json"});
+  const CliResult fixed =
+      run_infonce_sim({"run", "--case", corpus_case("w4d4-004-fixed.json"), "--json"});
   EXPECT_EQ(fixed.exit_code, 0) << fixed.err;
   const auto fixed_json = nlohmann::json::parse(fixed.out);
   EXPECT_TRUE(fixed_json["pass"].get<bool>());
@@ -50,7 +51,8 @@ TEST(RunCommand, FixedCasePassesAndPrefixCaseShowsTheBug) {
 
   // Before the fix: real DDP's values are reproduced (expect met), and the
   // gradient is the reference / P, so the run fails.
-  const CliResult prefix = run_infonce_sim({"run", "--case", corpus_case("w4d4-004-prefix.json"), "--json"});
+  const CliResult prefix =
+      run_infonce_sim({"run", "--case", corpus_case("w4d4-004-prefix.json"), "--json"});
   EXPECT_EQ(prefix.exit_code, 1);
   const auto prefix_json = nlohmann::json::parse(prefix.out);
   EXPECT_FALSE(prefix_json["pass"].get<bool>());
