@@ -159,7 +159,10 @@ int run_corpus_replay(const CommandContext& context) {
       values->count("dir") ? (*values)["dir"].as<std::vector<std::string>>().front() : "corpus";
   std::error_code error;
   if (!fs::exists(dir, error))
-    throw UsageError("corpus replay: " + dir.string() + ": no such directory");
+    throw UsageError("corpus replay: " + dir.string() + ": no such directory" +
+                     (values->count("dir") ? ""
+                                           : " (the default, corpus/ in the working "
+                                             "directory; give DIR)"));
   if (!fs::is_directory(dir, error)) {
     throw UsageError("corpus replay: " + dir.string() + ": not a directory");
   }
