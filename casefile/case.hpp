@@ -1,5 +1,5 @@
 // One data-parallel step, explicit enough for another framework to run it:
-// the in-memory form of the `infonce-case/1` file (SPEC section 7).
+// the in-memory form of the `infonce-case/1` file (MODEL.md section 7).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Reading and writing `infonce-case/1` JSON (SPEC section 7) with nlohmann-json.
+// Reading and writing `infonce-case/1` JSON (MODEL.md section 7) with nlohmann-json.
 #pragma once
 
 #include <filesystem>

@@ -40,7 +40,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kMaxCases = 1'000'000'000'000;
 constexpr std::int64_t kCiCases = 10'000;
 constexpr const char* kExploreTime = "10m";
-constexpr int kExitInterrupted = 130;  // 128 + SIGINT
 
 struct CheckSettings : CampaignSettings {
   bool before_after = false;
@@ -80,13 +79,17 @@ po::options_description check_options(RawOptions& raw) {
       "report", po::value(&raw.reports)->value_name("FILE"),
       "also write FILE: .json (merge input), .xml (JUnit), .svg or .html (a picture); repeatable")(
       "corpus-dir", po::value<std::string>()->value_name("DIR"),
-      "where a shrunk failure is saved (default corpus/found)")(
+      "where a shrunk failure is saved (default corpus/found, relative to the working directory)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk failure")(
       "self-check", po::bool_switch(&raw.self_check),
       "rerun every 16th case (generation, reference, the step with no shared losses and under "
       "another schedule) and compare every bit")(
       "before-after", po::bool_switch(&raw.before_after),
-      "end with the before/after table of the fix (human format)");
+      "end with the before/after table of the fix (human format)")(
+      "backend", po::value<std::string>()->value_name("fiber|mpi"),
+      "fiber (default): the campaign in this process, on the fiber simulator; mpi: sharded over "
+      "the processes of an MPI job (`mpirun -np N infonce-sim check --backend mpi ...`, the same "
+      "as check-mpi), one merged report");
   return options;
 }
 
@@ -273,10 +276,13 @@ void print_representative_before_after(std::ostream& out) {
     Case c = properties::build_case(spec);
     const std::string label = "W=" + std::to_string(mesh.world) + " P=" + std::to_string(mesh.dp) +
                               (mesh.use_batch ? "" : " local") + ", ";
-    c.compensate = false;
-    rows.push_back({label + "before the fix", step::run_case(c, nullptr, {})});
-    c.compensate = true;
-    rows.push_back({label + "with the fix", step::run_case(c, nullptr, {})});
+    for (const bool compensate : {false, true}) {
+      c.compensate = compensate;
+      step::CaseReport report = step::run_case(c, nullptr, {});
+      const std::string note = mesh.use_batch ? "" : ddp_objective_note(report);
+      rows.push_back(
+          {label + (compensate ? "with the fix" : "before the fix"), std::move(report), note});
+    }
   }
   out << "\nbefore/after the fix (2 micro-steps, 2 groups per rank, qq + masking):\n";
   print_before_after(out, rows);
@@ -341,7 +347,8 @@ int run_check(const CommandContext& context) {
   const std::vector<std::string> name{"check-mpi"};
   const auto match = mpi ? match_command(name) : std::nullopt;
   const Command& command = match ? *match->command : context.command;
-  const CommandContext forwarded{command, args, context.out, context.err};
+  const CommandContext forwarded{command,         args, context.out, context.err, context.program,
+                                 context.describe};
   return match ? command.run(forwarded) : run_check_on_fibers(forwarded);
 }
 
@@ -352,6 +359,7 @@ int run_check_on_fibers(const CommandContext& context) {
   take_all(*values, raw);
   CheckSettings s = settle(raw);
   properties::CampaignReport report = s.report;
+  report.program = std::string(context.program);
   report.result = run(s, context.err);
   record_failure(s, report);
   print(context.out, s, report);

@@ -55,7 +55,7 @@ po::options_description check_mpi_options(RawOptions& raw) {
       "report", po::value(&raw.reports)->value_name("FILE"),
       "also write FILE: .json, .xml (JUnit), .svg or .html; repeatable")(
       "corpus-dir", po::value(&raw.corpus_dir)->value_name("DIR"),
-      "where a shrunk failure is saved (default corpus/found)")(
+      "where a shrunk failure is saved (default corpus/found, relative to the working directory)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk failure");
   return options;
 }
@@ -137,6 +137,7 @@ int run_sharded(const CommandContext& context, const Settings& s) {
     if (comm.world_rank() != 0) return kExitOk;  // rank 0's code is the job's
     properties::CampaignReport merged =
         shards.size() == 1 ? shards.front() : properties::merge_reports(shards);
+    merged.program = std::string(context.program);
     record_failure(s, merged);
     print_report(out, s.format, merged);
     for (const ReportFile& file : s.reports) write_report_file(file, merged);

@@ -8,6 +8,7 @@
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
+#include "cli/manual.hpp"
 
 namespace infonce::cli {
 namespace po = boost::program_options;
@@ -47,15 +48,18 @@ void print_program_help(std::ostream& out) {
   out << "usage: " << kProgram << " <command> [options]\n"
       << "       " << kProgram << " <command> --help\n"
       << "       " << kProgram << " --version\n\n"
-      << "Deterministic simulation and property tests of data-parallel InfoNCE.\n\ncommands:\n";
+      << kProgramSummary << "\n\ncommands:\n";
   std::size_t width = 0;
   for (const Command& command : registered_commands()) width = std::max(width, command.name.size());
   for (const Command& command : registered_commands()) {
     out << "  " << command.name << std::string(width - command.name.size() + 2, ' ')
         << command.summary << '\n';
   }
-  out << "\nexit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 simulation error, "
-         "4 internal error\n";
+  out << "\nexit codes:";
+  for (const ExitCodeDoc& exit : kExitCodeDocs) {
+    out << (exit.code == kExitOk ? " " : ", ") << exit.code << ' ' << exit.meaning;
+  }
+  out << "\n";
 }
 
 // `help` and `help <command>`.
@@ -85,7 +89,8 @@ std::string unknown_command_message(std::string_view word) {
   return message + " (see " + std::string(kProgram) + " --help)";
 }
 
-int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+             std::string_view program) {
   if (args.empty()) {
     throw UsageError("no command given (see " + std::string(kProgram) + " --help)");
   }
@@ -100,13 +105,16 @@ int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream&
     return kExitOk;
   }
   if (first == "help") return run_help(args.subspan(1), out);
+  // Hidden: the build generates the man page and the completion with these.
+  if (first == "help-man") return run_help_man(args.subspan(1), out);
+  if (first == "help-completion") return run_help_completion(args.subspan(1), out);
   if (first.starts_with('-')) {
     throw UsageError("unknown option '" + one_line(first) + "' (a command comes first; see " +
                      std::string(kProgram) + " --help)");
   }
   const auto match = match_command(args);
   if (!match) throw UsageError(unknown_command_message(first));
-  const CommandContext context{*match->command, args.subspan(match->words), out, err};
+  const CommandContext context{*match->command, args.subspan(match->words), out, err, program};
   return match->command->run(context);
 }
 
@@ -166,6 +174,10 @@ std::optional<po::variables_map> parse_options_and_words(const CommandContext& c
     throw UsageError(name + ": " + error.what() + " (see " + std::string(kProgram) + " " + name +
                      " --help)");
   }
+  if (values.count("help") != 0 && context.describe != nullptr) {
+    (*context.describe)(options);
+    return std::nullopt;
+  }
   if (values.count("help") != 0) {
     context.out << "usage: " << kProgram << ' ' << name << ' ' << context.command.usage << "\n\n"
                 << context.command.summary << "\n\n"
@@ -188,9 +200,10 @@ void require_option(const CommandContext& context, const po::variables_map& valu
   }
 }
 
-int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+            std::string_view program) {
   try {
-    return dispatch(args, out, err);
+    return dispatch(args, out, err, program.empty() ? kProgram : program);
   } catch (const UsageError& error) {
     print_error(err, error.what());
     return kExitBadInput;

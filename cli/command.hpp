@@ -11,7 +11,9 @@
 // name that the arguments start with wins.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <span>
@@ -29,10 +31,27 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;      // the command ran, a check it made failed
 inline constexpr int kExitBadInput = 2;         // usage error, unreadable or invalid input
 inline constexpr int kExitSimulationError = 3;  // collective misuse / hang (SimulationError)
-inline constexpr int kExitInternalError = 4;    // a bug in infonce-sim
+inline constexpr int kExitInternalError = 4;    // a bug in infonce-sim, or out of memory
+inline constexpr int kExitInterrupted = 130;    // check stopped by Ctrl-C (128 + SIGINT)
+
+// What `--help` and the man page say about the codes above.
+struct ExitCodeDoc {
+  int code;
+  std::string_view meaning;
+};
+inline constexpr std::array<ExitCodeDoc, 6> kExitCodeDocs = {{
+    {kExitOk, "ok"},
+    {kExitCheckFailed, "a check failed"},
+    {kExitBadInput, "bad input or usage"},
+    {kExitSimulationError, "simulation error"},
+    {kExitInternalError, "internal error (a bug, or out of memory)"},
+    {kExitInterrupted, "check interrupted (Ctrl-C; the report is still printed)"},
+}};
 
 inline constexpr std::string_view kProgram = "infonce-sim";
 inline constexpr std::string_view kVersion = "0.1.0";
+inline constexpr std::string_view kProgramSummary =
+    "Deterministic simulation and property tests of data-parallel InfoNCE.";
 
 // Misuse of the command line (unknown option, missing option): exit 2.
 class UsageError : public std::runtime_error {
@@ -42,11 +61,21 @@ class UsageError : public std::runtime_error {
 
 struct Command;
 
+// Receives a command's option table instead of printing its --help (the man
+// page and the completion are generated from the tables --help prints).
+using OptionsSink = std::function<void(const boost::program_options::options_description&)>;
+
 struct CommandContext {
   const Command& command;
   std::span<const std::string> args;  // after the command's name
   std::ostream& out;
   std::ostream& err;
+  // How the program was invoked (argv[0] as given, e.g. build/infonce-sim):
+  // the commands a report prints to reproduce a failure start with it, so
+  // they run as printed from the same directory.
+  std::string_view program = kProgram;
+  // Set: --help hands the option table here instead of printing it.
+  const OptionsSink* describe = nullptr;
 };
 
 using CommandFunction = int (*)(const CommandContext& context);
@@ -90,6 +119,8 @@ void require_option(const CommandContext& context,
                     std::string_view value_name);
 
 // The whole program: dispatch, --help, --version, errors -> exit codes.
-int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+// `program` is argv[0] as given (see CommandContext::program).
+int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+            std::string_view program = kProgram);
 
 }  // namespace infonce::cli

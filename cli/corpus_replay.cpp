@@ -4,7 +4,8 @@
 //
 // A case passes when
 //   - it has `expect`: the distributed step meets it (the case's claim about
-//     a result, e.g. what real DDP produced);
+//     a result, e.g. what real DDP produced); only that is judged, and any
+//     check of `run` that fails is named on the line;
 //   - it has a `found` record naming a mutant: that mutant still fails it
 //     (with the recorded property) and the correct step passes every property
 //     (a regression test of the harness itself);
@@ -23,6 +24,7 @@
 
 #include "base/error.hpp"
 #include "casefile/case_json.hpp"
+#include "cli/case_report.hpp"
 #include "cli/command.hpp"
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
@@ -46,12 +48,26 @@ std::string short_number(double value) {
   return text;
 }
 
+// A file with `expect` claims a result (what real DDP produced, or a
+// recorded baseline): only that claim is judged. The checks `run` makes
+// against the reference are still named when they fail, so the two views
+// never disagree silently (a real-trainer file with legacy padding meets its
+// expect, and `run` fails it on padding).
 Outcome replay_expect(const Case& c) {
   const step::CaseReport report = step::run_case(c, nullptr, {});
   const step::ExpectCheck& expect = *report.expect;
-  const std::string errors = "loss error " + short_number(expect.loss_error) + ", grad error " +
-                             short_number(expect.grad_error);
-  return {expect.met, (expect.met ? "expect met (" : "expect NOT met (") + errors + ")"};
+  std::string why = std::string(expect.met ? "expect met (" : "expect NOT met (") + "loss error " +
+                    short_number(expect.loss_error) + ", grad error " +
+                    short_number(expect.grad_error) + ")";
+  std::vector<CaseCheck> run_checks = case_checks(c, report);
+  std::erase_if(run_checks, [](const CaseCheck& check) { return check.name == "expect"; });
+  if (!checks_pass(run_checks)) {
+    why += "; not judged here, `run` fails: ";
+    for (const CaseCheck& check : run_checks) {
+      if (!check.passed) why += check.name + " (" + check.detail + ")";
+    }
+  }
+  return {expect.met, why};
 }
 
 std::string failed_properties(const properties::CaseVerdict& verdict) {
@@ -96,8 +112,13 @@ Outcome replay_found(const Case& c) {
 
 Outcome replay_run(const Case& c) {
   const step::CaseReport report = step::run_case(c, nullptr, {});
-  return {report.pass, report.pass ? "run passes (distributed == reference)"
-                                   : "run FAILS: rel_err " + short_number(report.rel_err)};
+  const std::vector<CaseCheck> checks = case_checks(c, report);
+  if (checks_pass(checks)) return {true, "run passes (distributed == reference)"};
+  std::string why = "run FAILS:";
+  for (const CaseCheck& check : checks) {
+    if (check.judged && !check.passed) why += " " + check.name + " (" + check.detail + ")";
+  }
+  return {false, why};
 }
 
 Outcome replay_case_file(const fs::path& path) {
@@ -138,7 +159,10 @@ int run_corpus_replay(const CommandContext& context) {
       values->count("dir") ? (*values)["dir"].as<std::vector<std::string>>().front() : "corpus";
   std::error_code error;
   if (!fs::exists(dir, error))
-    throw UsageError("corpus replay: " + dir.string() + ": no such directory");
+    throw UsageError("corpus replay: " + dir.string() + ": no such directory" +
+                     (values->count("dir") ? ""
+                                           : " (the default, corpus/ in the working "
+                                             "directory; give DIR)"));
   if (!fs::is_directory(dir, error)) {
     throw UsageError("corpus replay: " + dir.string() + ": not a directory");
   }
@@ -171,7 +195,8 @@ int run_corpus_replay(const CommandContext& context) {
 
 const RegisterCommand kCorpusReplay{
     {"corpus replay", "[DIR]",
-     "replay every case file under DIR (default corpus/): expect, recorded mutants, or run",
+     "replay every case file under DIR (default corpus/ in the working directory): expect, "
+     "recorded mutants, or run",
      run_corpus_replay}};
 
 }  // namespace

@@ -8,5 +8,7 @@
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  return infonce::cli::run_cli(args, std::cout, std::cerr);
+  // argv[0] as given names the program in the reproduce commands it prints.
+  const std::string program = argc > 0 && argv[0] != nullptr ? argv[0] : "";
+  return infonce::cli::run_cli(args, std::cout, std::cerr, program);
 }

@@ -55,7 +55,8 @@ int run_merge(const CommandContext& context) {
   for (const std::string& path : (*values)["reports"].as<std::vector<std::string>>()) {
     reports.push_back(read_report(path));
   }
-  const properties::CampaignReport merged = properties::merge_reports(reports);
+  properties::CampaignReport merged = properties::merge_reports(reports);
+  merged.program = std::string(context.program);
   print_report(context.out, output, merged);
   for (const ReportFile& file : files) write_report_file(file, merged);
   return merged.passed() ? kExitOk : kExitCheckFailed;

@@ -1,6 +1,6 @@
 // `infonce-sim reference --case FILE [--json]`: the full-batch reference of a
-// case (SPEC section 4), i.e. the "reference" part of a run's result
-// (SPEC section 8). The case's `expect` is ignored.
+// case (MODEL.md section 4), i.e. the "reference" part of a run's result
+// (MODEL.md section 8). The case's `expect` is ignored.
 #include <ostream>
 #include <string>
 #include <vector>

@@ -75,6 +75,7 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
     return kExitOk;
   }
   properties::CampaignReport report;
+  report.program = std::string(context.program);
   report.seed = seed.seed;
   report.mutant = options.mutant ? std::string(options.mutant->name) : "";
   report.limits = raw.limits;
@@ -150,7 +151,7 @@ int run_replay(const CommandContext& context) {
       "the known-wrong variant ('none': the correct step, even if the file names a mutant)")(
       "limits", po::value(&raw.limits)->value_name("default|typical"), "generator distribution")(
       "corpus-dir", po::value(&raw.corpus_dir)->value_name("DIR"),
-      "where the shrunk case is saved (default corpus/found)")(
+      "where the shrunk case is saved (default corpus/found, relative to the working directory)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk case");
   const auto values = parse_options_and_words(context, options, "file", 1);
   if (!values) return kExitOk;

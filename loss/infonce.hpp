@@ -1,4 +1,4 @@
-// InfoNCE forward and exact backward for every mode of SPEC section 2.
+// InfoNCE forward and exact backward for every mode of MODEL.md section 2.
 // Pure math: no ranks, no collectives. Templated on the scalar type.
 #pragma once
 

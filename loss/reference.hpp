@@ -1,4 +1,4 @@
-// The full-batch reference of SPEC section 4: one process, no collectives.
+// The full-batch reference of MODEL.md section 4: one process, no collectives.
 // For each micro-step the loss over the union of every data shard's
 // micro-batch (in shard order), divided by A when GA normalisation is on,
 // summed over micro-steps; the gradient by exact differentiation.

@@ -1,4 +1,4 @@
-// The trainer's InfoNCE settings (SPEC section 2), with the trainer's defaults.
+// The trainer's InfoNCE settings (MODEL.md section 2), with the trainer's defaults.
 #pragma once
 
 #include <cstdint>

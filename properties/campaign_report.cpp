@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -399,6 +400,22 @@ void require_same(const CampaignReport& a, const CampaignReport& b) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::int64_t>> coverage_in_reading_order(
+    const Coverage::mapped_type& values) {
+  std::vector<std::pair<std::string, std::int64_t>> ordered(values.begin(), values.end());
+  // (is a word, first number): numbers first, by value; the map's name order
+  // is kept among words and among equal numbers (stable sort).
+  auto key = [](const std::string& value) {
+    char* end = nullptr;
+    const double n = std::strtod(value.c_str(), &end);
+    const bool word = end == value.c_str();
+    return std::pair<bool, double>{word, word ? 0.0 : n};
+  };
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+  return ordered;
+}
+
 std::string spec_to_json_text(const CaseSpec& spec) {
   return spec_json(spec).dump();
 }
@@ -417,8 +434,9 @@ std::string shell_word(std::string_view text) {
 std::vector<std::string> reproduce_commands(const CampaignReport& report) {
   std::vector<std::string> commands;
   if (!report.result.failure) return commands;
-  std::string replay = "infonce-sim replay --seed " + std::to_string(report.seed) +
-                       " --case-index " + std::to_string(report.result.failure->case_index);
+  std::string replay = shell_word(report.program) + " replay --seed " +
+                       std::to_string(report.seed) + " --case-index " +
+                       std::to_string(report.result.failure->case_index);
   if (!report.mutant.empty()) replay += " --mutant " + report.mutant;
   if (report.limits != "default") replay += " --limits " + report.limits;
   // The replay saves the case where the campaign did: the same file, the same output.
@@ -430,7 +448,7 @@ std::vector<std::string> reproduce_commands(const CampaignReport& report) {
   }
   commands.push_back(replay);
   if (!report.saved_case.empty())
-    commands.push_back("infonce-sim replay " + shell_word(report.saved_case));
+    commands.push_back(shell_word(report.program) + " replay " + shell_word(report.saved_case));
   return commands;
 }
 

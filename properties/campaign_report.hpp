@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "properties/campaign.hpp"
@@ -40,9 +41,18 @@ struct CampaignReport {
   bool self_check = false;
   CampaignResult result;
   std::string saved_case;  // the failure's case file ("" if none was saved)
+  // The command the reproduce lines start with: how the CLI was invoked
+  // (argv[0], e.g. build/infonce-sim), so they run as printed. Not stored
+  // in the JSON report's fields; a merge prints its own invocation's.
+  std::string program = "infonce-sim";
 
   bool passed() const { return !result.failure && !result.divergence; }
 };
+
+// One axis's coverage in reading order: numbers (and buckets such as "3-4")
+// by their first number, so 1, 2, 3-4, ..., 17-32; then words, by name.
+std::vector<std::pair<std::string, std::int64_t>> coverage_in_reading_order(
+    const Coverage::mapped_type& values);
 
 // A word for a POSIX shell: quoted unless it is plain.
 std::string shell_word(std::string_view text);

@@ -1,4 +1,4 @@
-// The properties of SPEC section 5, checked on one concrete case. The same
+// The properties of MODEL.md section 5, checked on one concrete case. The same
 // functions serve the RC_GTEST_PROP tests and the `check` campaign.
 #pragma once
 

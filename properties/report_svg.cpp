@@ -30,21 +30,6 @@ constexpr const char* kFloat32Color = "#e08a1e";
 constexpr const char* kPassColor = "#2e7d32";
 constexpr const char* kFailColor = "#c62828";
 
-// Values in reading order: numbers (and buckets "3-4") by their first number,
-// then words.
-std::vector<std::pair<std::string, std::int64_t>> ordered_values(
-    const Coverage::mapped_type& values) {
-  std::vector<std::pair<std::string, std::int64_t>> ordered(values.begin(), values.end());
-  auto key = [](const std::string& value) {
-    char* end = nullptr;
-    const double n = std::strtod(value.c_str(), &end);
-    return std::pair<bool, double>{end == value.c_str(), end == value.c_str() ? 0.0 : n};
-  };
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
-  return ordered;
-}
-
 // Long lines broken at spaces, and words longer than a line broken anywhere.
 std::vector<std::string> wrapped(const std::string& text, std::size_t width) {
   const std::string indent = "    ";
@@ -141,7 +126,7 @@ int draw_coverage(SvgCanvas& svg, const Coverage& coverage, int y) {
     std::int64_t most = 1;
     for (const auto& [value, count] : values) most = std::max(most, count);
     int column = 0;
-    for (const auto& [value, count] : ordered_values(values)) {
+    for (const auto& [value, count] : coverage_in_reading_order(values)) {
       const double x = kMargin + kLabelWidth + column * kCellWidth;
       const double share = static_cast<double>(count) / static_cast<double>(most);
       svg.rect(x, row_y + 4, (kCellWidth - 6) * share, kRowHeight - 8, "#b9cde6", "",

@@ -56,7 +56,8 @@ void write_coverage(std::ostream& out, const Coverage& coverage) {
   out << "coverage (cases per axis value):\n";
   for (const auto& [axis, values] : coverage) {
     out << "  " << axis << ":";
-    for (const auto& [value, count] : values) out << " " << value << "=" << count;
+    for (const auto& [value, count] : coverage_in_reading_order(values))
+      out << " " << value << "=" << count;
     out << "\n";
   }
 }

@@ -1,4 +1,4 @@
-// The device mesh of SPEC section 3: W = P x R ranks, world rank w holds DP
+// The device mesh of MODEL.md section 3: W = P x R ranks, world rank w holds DP
 // shard d = w / R and replica index r = w % R (the replicas of one shard are
 // neighbours). DP group of w = {r, r + R, ..., r + (P-1)R}; w's position in it
 // is its DP rank d. This is the convention of casefile/case.hpp's Mesh.

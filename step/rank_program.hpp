@@ -1,5 +1,5 @@
 // The rank program: what the trainer does on one rank for one optimizer step
-// (SPEC section 3), written against the Communicator interface only, so the
+// (MODEL.md section 3), written against the Communicator interface only, so the
 // fiber simulator and the MPI backend run the same code.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Recording the hard-negative padding draws of a step, so that another
 // framework (tests/torch/ddp_conformance.py) can replay a generated case
 // without reproducing our generator: `padding_draws` of the case file
-// (SPEC section 7) then replaces the generators.
+// (MODEL.md section 7) then replaces the generators.
 #pragma once
 
 #include "casefile/case.hpp"

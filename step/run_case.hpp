@@ -1,5 +1,5 @@
 // Running one case: the distributed step on a backend, the full-batch
-// reference, and the comparison of SPEC sections 5, 6 and 8.
+// reference, and the comparison of MODEL.md sections 5, 6 and 8.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// SPEC section 6: |G - G_ref| <= atol + rtol * max|G_ref|, elementwise.
+// MODEL.md section 6: |G - G_ref| <= atol + rtol * max|G_ref|, elementwise.
 #pragma once
 
 #include <cmath>

@@ -49,8 +49,10 @@ DistributedResult run_in(const Case& c, const StepVariant& variant, sim::Communi
 void check_world_matches(const Case& c, const sim::Communicator& comm) {
   if (comm.world_size() != c.mesh.world) {
     throw InputError("mesh.world: the case has " + std::to_string(c.mesh.world) +
-                     " world ranks but the MPI job has " + std::to_string(comm.world_size()) +
-                     " processes (run it with mpirun -np " + std::to_string(c.mesh.world) + ")");
+                     (c.mesh.world == 1 ? " world rank" : " world ranks") +
+                     " but the MPI job has " + std::to_string(comm.world_size()) +
+                     (comm.world_size() == 1 ? " process" : " processes") +
+                     " (run it with mpirun -np " + std::to_string(c.mesh.world) + ")");
   }
 }
 

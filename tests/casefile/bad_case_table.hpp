@@ -4,6 +4,7 @@
 // infonce-sim binary (tests/cli: exit 2, one line on stderr). Add rows here.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,11 @@ struct BadCase {
   std::string path;    // the message starts with "<path>: "
   std::string detail;  // ... and contains this
 };
+
+// GoogleTest prints a parameter with this (not as a dump of its bytes).
+inline void PrintTo(const BadCase& bad, std::ostream* out) {
+  *out << bad.name;
+}
 
 namespace bad_case_detail {
 

@@ -3,6 +3,7 @@
 // code 2, nothing on stdout, and exactly one line on stderr:
 //   infonce-sim: error: <message naming the file and key, or the option>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ struct Misuse {
   std::vector<std::string> args;
   std::string message;  // the whole message after "infonce-sim: error: "
 };
+
+// GoogleTest prints a parameter with this (not as a dump of its bytes).
+void PrintTo(const Misuse& misuse, std::ostream* out) {
+  *out << misuse.name;
+}
 
 std::vector<Misuse> misuses() {
   const fs::path dir = fresh_work_dir("misuse");
@@ -140,6 +146,27 @@ TEST(CommandLine, VersionAndHelpExitZero) {
   EXPECT_TRUE(command_help.out.starts_with("usage: infonce-sim reference --case FILE [--json]\n"))
       << command_help.out;
   EXPECT_EQ(run_infonce_sim({"help", "reference"}).out, command_help.out);
+}
+
+// The exit codes --help states are the ones the commands use (cli/command.hpp;
+// 130 comes from `check` on Ctrl-C, tested in tests/tool).
+TEST(CommandLine, HelpStatesEveryExitCode) {
+  const CliResult help = run_infonce_sim({"--help"});
+  const auto lines = lines_of(help.out);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(),
+            "exit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 simulation error, 4 "
+            "internal error (a bug, or out of memory), 130 check interrupted (Ctrl-C; the "
+            "report is still printed)");
+  EXPECT_EQ(run_infonce_sim({"run", "--case", "/nonexistent.json"}).exit_code, 2);
+  EXPECT_EQ(run_infonce_sim({"mutants"}).exit_code, 0);
+}
+
+// `check --help` describes every option its usage line shows.
+TEST(CommandLine, CheckHelpDescribesBackend) {
+  const CliResult help = run_infonce_sim({"check", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("\n  --backend fiber|mpi "), std::string::npos) << help.out;
 }
 
 }  // namespace

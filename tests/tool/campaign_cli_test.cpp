@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -98,6 +99,11 @@ struct ShardCase {
   std::vector<std::string> campaign;  // options shared by every run
   int shards;
 };
+
+// GoogleTest prints a parameter with this (not as a dump of its bytes).
+void PrintTo(const ShardCase& shard_case, std::ostream* out) {
+  *out << shard_case.name << " (" << shard_case.shards << " shards)";
+}
 
 class ShardMerge : public ::testing::TestWithParam<ShardCase> {};
 
@@ -271,9 +277,11 @@ TEST(Check, JunitIsWellFormedXmlWithATestcasePerPropertyAndMutant) {
   expected.push_back("reruns are bit-identical");
   EXPECT_EQ(testcases, expected);
   EXPECT_EQ(failures, "1");  // gradient-matches-reference, with the shrunk case
-  EXPECT_NE(result.out.find("reproduce: infonce-sim replay --seed 1 --case-index 1 --mutant "
-                            "ga-twice --no-corpus"),
-            std::string::npos);
+  // The reproduce command starts with the program as it was invoked.
+  EXPECT_NE(result.out.find("reproduce: " + std::string(INFONCE_SIM_BINARY) +
+                            " replay --seed 1 --case-index 1 --mutant ga-twice --no-corpus"),
+            std::string::npos)
+      << result.out;
 }
 
 TEST(Check, PassingJunitHasNoFailure) {
@@ -329,7 +337,7 @@ TEST(Check, FailingMutantCampaignSavesACaseAndPrintsCommandsThatReproduceIt) {
   // The first command regenerates and shrinks: the same lines, the same file.
   const auto replay = words_of(line_starting(check.out, "  reproduce: ").substr(13));
   ASSERT_GE(replay.size(), 2u);
-  EXPECT_EQ(replay[0], "infonce-sim");
+  EXPECT_EQ(replay[0], INFONCE_SIM_BINARY);  // argv[0] as given: it runs as printed
   const CliResult again =
       run_infonce_sim(std::vector<std::string>(replay.begin() + 1, replay.end()));
   EXPECT_EQ(again.exit_code, 1) << again.err;

@@ -196,7 +196,31 @@ TEST(Corpus, ACaseBeforeTheFixFailsRun) {
   write_text_file(dir / "before-fix.json", before_fix.dump());
   const CliResult result = run_infonce_sim({"corpus", "replay", dir.string()});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.out.find("run FAILS: rel_err 0.5"), std::string::npos) << result.out;
+  // The line names the check that failed and its figures.
+  EXPECT_NE(result.out.find("run FAILS: gradient (max error "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(", ratio 0.5)"), std::string::npos) << result.out;
+}
+
+// A real-trainer file meets its expect (corpus replay's verdict) while `run`
+// fails it on padding: the line says both, so the two views never disagree
+// silently.
+TEST(Corpus, AnExpectLineNamesTheChecksRunWouldFail) {
+  const fs::path dir = fresh_work_dir("corpus-legacy-padding");
+  const fs::path source = source_dir() / "corpus/real-trainer/cases/w4d2-000-fixed.json";
+  write_text_file(dir / "w4d2-000-fixed.json", read_json(source).dump());
+  const CliResult result = run_infonce_sim({"corpus", "replay", dir.string()});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 2u) << result.out;
+  EXPECT_TRUE(lines[0].starts_with("PASS  " + (dir / "w4d2-000-fixed.json").string() +
+                                   "  expect met (loss error "))
+      << lines[0];
+  EXPECT_NE(lines[0].find("; not judged here, `run` fails: padding (padding drew a group's "
+                          "positive as a negative 12 time(s)"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(lines[1], "1 passed, 0 failed");
+  EXPECT_EQ(run_infonce_sim({"run", "--case", source.string()}).exit_code, 1);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // escaping, and the commands that reproduce a failure.
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -116,6 +117,36 @@ TEST(Report, ReproduceCommandsNameSeedIndexMutantAndCorpus) {
   report.saved_case = "corpus/found/case-1.json";
   EXPECT_EQ(reproduce_commands(report)[0],
             "infonce-sim replay --seed 7 --case-index 12 --mutant ga-twice --limits typical");
+}
+
+// Coverage buckets read as numbers (1, 2, 3-4, ..., 17-32), not as text
+// (1, 17-32, 2, ...); words follow the numbers.
+TEST(Report, CoverageValuesAreInNumericOrder) {
+  CampaignReport report;
+  report.result.coverage["world"] = {{"1", 3},     {"17-32", 1}, {"2", 5},   {"3-4", 2},
+                                     {"33-64", 4}, {"5-8", 6},   {"9-16", 7}};
+  report.result.coverage["fake_neg_margin"] = {{"-0.1", 1}, {"0", 2}, {"0.1", 3}, {"unset", 4}};
+  std::ostringstream text;
+  write_report_text(text, report);
+  EXPECT_NE(text.str().find("\n  world: 1=3 2=5 3-4=2 5-8=6 9-16=7 17-32=1 33-64=4\n"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("\n  fake_neg_margin: -0.1=1 0=2 0.1=3 unset=4\n"), std::string::npos)
+      << text.str();
+}
+
+// The reproduce commands start with the program as invoked (argv[0]).
+TEST(Report, ReproduceCommandsStartWithTheInvokedProgram) {
+  CampaignReport report;
+  report.seed = 3;
+  report.program = "build dir/infonce-sim";
+  report.result.failure = CampaignFailure{};
+  report.result.failure->case_index = 5;
+  report.saved_case = "corpus/found/case-1.json";
+  const auto commands = reproduce_commands(report);
+  ASSERT_EQ(commands.size(), 2u);
+  EXPECT_EQ(commands[0], "'build dir/infonce-sim' replay --seed 3 --case-index 5");
+  EXPECT_EQ(commands[1], "'build dir/infonce-sim' replay corpus/found/case-1.json");
 }
 
 TEST(Report, ShellWordsQuoteWhatAShellWouldSplit) {
