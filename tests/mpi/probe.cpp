@@ -25,6 +25,7 @@
 //                    wait (stall timeout 2 s)
 //   exit-early       world rank 1 leaves the program (and MPI) while the others
 //                    wait in a collective (stall timeout 2 s)
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -172,7 +173,7 @@ int conformance(infonce::sim::MpiCommunicator& comm) {
   });
   std::int32_t differing = 0;
   for (std::size_t w = 0; w < on_mpi.size(); ++w) {
-    if (on_mpi[w] != on_fibers[w]) {
+    if (!std::ranges::equal(on_mpi[w], on_fibers[w])) {
       ++differing;
       std::cout << "world rank " << w << ": MPI and fiber results differ\n";
     }
