@@ -40,12 +40,4 @@ GatheredObjects::GatheredObjects(std::vector<std::byte> bytes, std::vector<std::
     : GatheredObjects(owning(std::make_shared<const OwnedObjects>(
           OwnedObjects{std::move(bytes), std::move(offsets)}))) {}
 
-std::span<const std::byte> GatheredObjects::operator[](std::size_t i) const {
-  INFONCE_ASSERT(i < size());
-  const auto begin = offsets_[i];
-  const auto end = offsets_[i + 1];
-  INFONCE_ASSERT(begin <= end);
-  return bytes_.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
-}
-
 }  // namespace infonce::sim

@@ -14,6 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "base/assert.hpp"
+
 namespace infonce::sim {
 
 enum class ReduceOp { sum, mean };
@@ -72,7 +74,13 @@ class GatheredObjects {
 
   std::size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
   bool empty() const { return size() == 0; }
-  std::span<const std::byte> operator[](std::size_t i) const;
+  std::span<const std::byte> operator[](std::size_t i) const {
+    INFONCE_ASSERT(i < size());
+    const auto begin = static_cast<std::size_t>(offsets_[i]);
+    const auto end = static_cast<std::size_t>(offsets_[i + 1]);
+    INFONCE_ASSERT(begin <= end);
+    return bytes_.subspan(begin, end - begin);
+  }
   std::span<const std::byte> front() const { return (*this)[0]; }
   Iterator begin() const { return {this, 0}; }
   Iterator end() const { return {this, size()}; }
