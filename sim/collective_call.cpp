@@ -16,6 +16,8 @@ const char* kind_name(CollectiveKind kind) {
       return "all_gather_object";
     case CollectiveKind::all_reduce:
       return "all_reduce";
+    case CollectiveKind::reduce_scatter_v:
+      return "reduce_scatter_v";
     case CollectiveKind::broadcast:
       return "broadcast";
     case CollectiveKind::barrier:
@@ -40,6 +42,40 @@ const char* element_name(ElementType element) {
   return "?";
 }
 
+bool takes_counts(CollectiveKind kind) {
+  return kind == CollectiveKind::all_gather_v || kind == CollectiveKind::reduce_scatter_v;
+}
+
+std::optional<std::string> counts_problem(CollectiveKind kind, std::span<const std::int64_t> counts,
+                                          std::span<const MemberCall> members) {
+  const std::string name = kind_name(kind);
+  if (counts.size() != members.size()) {
+    return name + ": counts has " + std::to_string(counts.size()) + " entries for " +
+           std::to_string(members.size()) + " members";
+  }
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] < 0) {
+      return name + ": counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]) +
+             " is negative";
+    }
+    total += counts[i];
+  }
+  const bool gathers = kind == CollectiveKind::all_gather_v;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const MemberCall& member = members[i];
+    // all_gather_v: member i gives its shard; reduce_scatter_v: every shard.
+    const std::int64_t needed = gathers ? counts[i] : total;
+    if (member.count == needed) continue;
+    return name + ": world rank " + std::to_string(member.world_rank) + " (group rank " +
+           std::to_string(i) + ", its call #" + std::to_string(member.call_number) + ") gives " +
+           counted(member.count, "value") +
+           (gathers ? " but counts[" + std::to_string(i) + "] = " + std::to_string(counts[i])
+                    : " but the counts sum to " + std::to_string(total));
+  }
+  return std::nullopt;
+}
+
 std::string counted(std::int64_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
@@ -50,6 +86,8 @@ bool signatures_agree(const Signature& a, const Signature& b, bool same_counts) 
     case CollectiveKind::all_gather:
       return a.count == b.count;
     case CollectiveKind::all_gather_v:
+    case CollectiveKind::reduce_scatter_v:
+      // Each member's count is checked against the counts afterwards.
       return same_counts;
     case CollectiveKind::all_reduce:
       return a.count == b.count && a.op == b.op;
@@ -74,6 +112,7 @@ std::string describe(const Signature& s) {
       return name;
     case CollectiveKind::all_gather:
     case CollectiveKind::all_gather_v:
+    case CollectiveKind::reduce_scatter_v:
       return typed + "(" + values + ")";
     case CollectiveKind::all_reduce:
       return typed + "(" + values + ", " + (s.op == ReduceOp::sum ? "sum" : "mean") + ")";

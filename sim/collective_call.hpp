@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ enum class CollectiveKind : std::uint8_t {
   all_gather_v,
   all_gather_object,
   all_reduce,
+  reduce_scatter_v,
   broadcast,
   barrier,
 };
@@ -56,7 +58,8 @@ struct Signature {
 
 // Whether two members' calls can form one collective: the same kind and
 // element type, and the fields that kind needs equal. `same_counts`: the
-// all_gather_v counts are equal (each backend compares them its own way).
+// all_gather_v / reduce_scatter_v counts are equal (each backend compares
+// them its own way).
 bool signatures_agree(const Signature& a, const Signature& b, bool same_counts);
 
 // "all_gather<double>(3 values)", "all_reduce<float>(2 values, sum)", "barrier".
@@ -65,6 +68,23 @@ std::string describe(const Signature& signature);
 std::string format_counts(std::span<const std::int64_t> counts);
 // "world rank 3" or "world ranks 0,2".
 std::string world_ranks_text(const std::vector<std::int32_t>& ranks);
+
+// Whether members pass counts (all_gather_v, reduce_scatter_v).
+bool takes_counts(CollectiveKind kind);
+
+// One member's call as the counts check sees it.
+struct MemberCall {
+  std::int64_t world_rank = 0;
+  std::int64_t call_number = 0;
+  std::int64_t count = 0;  // the values it gives
+};
+// For a kind that takes counts, once every member is known to pass these
+// `counts`: why they do not fit the members (one entry per member, none
+// negative, all_gather_v member i giving counts[i] values, reduce_scatter_v
+// members giving their sum), or nothing. Without the "collective #k on
+// group ...: " prefix.
+std::optional<std::string> counts_problem(CollectiveKind kind, std::span<const std::int64_t> counts,
+                                          std::span<const MemberCall> members);
 
 // "all_gather", ...; "double", "float", "int64", "bytes" ("" for none).
 const char* kind_name(CollectiveKind kind);

@@ -22,16 +22,24 @@ namespace {
 
 // What a member's call must match, as text (equal text <=> compatible calls).
 std::string agreement_key(const Call& call) {
-  std::string key = describe(call.signature);
-  if (call.signature.kind == CollectiveKind::all_gather_v) {
-    key = std::string("all_gather_v<") + element_name(call.signature.element) + ">(counts " +
-          format_counts(call.counts) + ")";
-  }
-  return key;
+  if (!takes_counts(call.signature.kind)) return describe(call.signature);
+  return std::string(kind_name(call.signature.kind)) + "<" + element_name(call.signature.element) +
+         ">(counts " + format_counts(call.counts) + ")";
 }
 
 bool compatible(const Call& a, const Call& b) {
   return signatures_agree(a.signature, b.signature, std::ranges::equal(a.counts, b.counts));
+}
+
+// What counts_problem needs of each member's call, in group-rank order.
+std::optional<std::string> counts_problem(const GroupState& state) {
+  std::vector<MemberCall> members;
+  members.reserve(state.calls.size());
+  for (const Call* call : state.calls) {
+    members.push_back({call->world_rank, call->call_number, call->signature.count});
+  }
+  const Call& first = *state.calls[0];
+  return counts_problem(first.signature.kind, first.counts, members);
 }
 
 // " at call #4" when every member present made this collective its call #4.
@@ -304,25 +312,8 @@ std::optional<std::string> Engine::find_disagreement(const GroupState& state) co
   }
   const auto members = static_cast<std::int64_t>(state.calls.size());
   const Signature& s = first.signature;
-  if (s.kind == CollectiveKind::all_gather_v) {
-    if (static_cast<std::int64_t>(first.counts.size()) != members) {
-      return site() + "all_gather_v: counts has " + std::to_string(first.counts.size()) +
-             " entries for " + std::to_string(members) + " members";
-    }
-    for (std::size_t i = 0; i < state.calls.size(); ++i) {
-      const Call& member = *state.calls[i];
-      if (first.counts[i] < 0) {
-        return site() + "all_gather_v: counts[" + std::to_string(i) +
-               "] = " + std::to_string(first.counts[i]) + " is negative";
-      }
-      if (member.signature.count != first.counts[i]) {
-        return site() + "all_gather_v: world rank " + std::to_string(member.world_rank) +
-               " (group rank " + std::to_string(i) + ", its call #" +
-               std::to_string(member.call_number) + ") gives " +
-               counted(member.signature.count, "value") + " but counts[" + std::to_string(i) +
-               "] = " + std::to_string(first.counts[i]);
-      }
-    }
+  if (takes_counts(s.kind)) {
+    if (auto problem = counts_problem(state)) return site() + *problem;
   }
   if (s.kind == CollectiveKind::broadcast && (s.root < 0 || s.root >= members)) {
     return site() + describe(s) + ": root " + std::to_string(s.root) + " is not a group rank (" +
@@ -354,6 +345,22 @@ std::shared_ptr<const Outcome> Engine::compute(const GroupState& state) {
       } else {
         INFONCE_ASSERT(s.element == ElementType::f32);
         outcome->values = reduce<float>(state, order, s.op);
+      }
+      break;
+    }
+    case CollectiveKind::reduce_scatter_v: {
+      // Every shard reduced at once (element-wise, so the same bits as one
+      // reduction per shard); member i then takes [offsets[i], offsets[i+1]).
+      const std::vector<std::int32_t> order = summation_order(state, options_.reduction_order_seed);
+      if (s.element == ElementType::f64) {
+        outcome->values = reduce<double>(state, order, ReduceOp::sum);
+      } else {
+        INFONCE_ASSERT(s.element == ElementType::f32);
+        outcome->values = reduce<float>(state, order, ReduceOp::sum);
+      }
+      outcome->offsets.push_back(0);
+      for (const std::int64_t count : state.calls[0]->counts) {
+        outcome->offsets.push_back(outcome->offsets.back() + count);
       }
       break;
     }

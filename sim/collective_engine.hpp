@@ -46,9 +46,10 @@ struct InjectedEarlyReturn {};
 struct Outcome {
   using Values = std::variant<std::monostate, std::vector<double>, std::vector<float>,
                               std::vector<std::int64_t>, std::vector<std::byte>>;
-  Values values;                      // gathered, reduced or broadcast values
-  std::vector<std::int64_t> offsets;  // all_gather_object: member i has [offsets[i], offsets[i+1])
-  std::vector<Group> groups;          // split: the groups formed, by ascending color
+  Values values;  // gathered, reduced or broadcast values
+  // all_gather_object, reduce_scatter_v: member i's part is [offsets[i], offsets[i+1])
+  std::vector<std::int64_t> offsets;
+  std::vector<Group> groups;                  // split: the groups formed, by ascending color
   std::vector<std::int32_t> group_of_member;  // split: index into groups, -1 for color < 0
 };
 
@@ -56,7 +57,7 @@ struct Outcome {
 struct Call {
   Signature signature;
   const void* data = nullptr;            // `signature.count` elements
-  std::span<const std::int64_t> counts;  // all_gather_v
+  std::span<const std::int64_t> counts;  // all_gather_v, reduce_scatter_v
   std::int32_t color = 0;                // split
   std::int32_t key = 0;                  // split
   std::int32_t world_rank = -1;

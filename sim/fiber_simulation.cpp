@@ -33,7 +33,8 @@ constexpr std::size_t kMaxStackBytes = 64 * 1024 * 1024;
 
 bool has_agreed_size(CollectiveKind kind) {
   return kind == CollectiveKind::all_gather || kind == CollectiveKind::all_gather_v ||
-         kind == CollectiveKind::all_reduce || kind == CollectiveKind::broadcast;
+         kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter_v ||
+         kind == CollectiveKind::broadcast;
 }
 
 Group reversed(Group group) {
@@ -104,19 +105,23 @@ class FiberCommunicator final : public Communicator {
     return gather(CollectiveKind::all_gather_v, group, mine, counts);
   }
 
-  std::vector<std::vector<std::byte>> all_gather_object(const Group& group,
-                                                        std::span<const std::byte> mine) override {
+  // Every member's result is a view of the one outcome: no copies.
+  GatheredObjects all_gather_object(const Group& group, std::span<const std::byte> mine) override {
     Call call = begin(CollectiveKind::all_gather_object, ElementType::byte, std::ssize(mine));
     call.data = mine.data();
     Detour detour;
     engine_.arrive(call, apply_fault(call, group, detour));
     const detail::Outcome& outcome = *call.outcome;
-    const auto& bytes = std::get<std::vector<std::byte>>(outcome.values);
-    std::vector<std::vector<std::byte>> objects(outcome.offsets.size() - 1);
-    for (std::size_t i = 0; i < objects.size(); ++i) {
-      objects[i].assign(bytes.begin() + outcome.offsets[i], bytes.begin() + outcome.offsets[i + 1]);
-    }
-    return objects;
+    return {call.outcome, std::get<std::vector<std::byte>>(outcome.values), outcome.offsets};
+  }
+
+  std::vector<double> reduce_scatter_v(const Group& group, std::span<const double> values,
+                                       std::span<const std::int64_t> counts) override {
+    return scatter(group, values, counts);
+  }
+  std::vector<float> reduce_scatter_v(const Group& group, std::span<const float> values,
+                                      std::span<const std::int64_t> counts) override {
+    return scatter(group, values, counts);
   }
 
   void all_reduce(const Group& group, std::span<double> values, ReduceOp op) override {
@@ -223,6 +228,21 @@ class FiberCommunicator final : public Communicator {
     Detour detour;
     engine_.arrive(call, apply_fault(call, group, detour));
     return std::get<std::vector<T>>(call.outcome->values);
+  }
+
+  // The outcome holds every shard reduced; this member's is at its group rank.
+  template <class T>
+  std::vector<T> scatter(const Group& group, std::span<const T> values,
+                         std::span<const std::int64_t> counts) {
+    Call call = begin(CollectiveKind::reduce_scatter_v, element_type_of<T>(), std::ssize(values));
+    call.data = values.data();
+    call.counts = counts;
+    Detour detour;
+    engine_.arrive(call, apply_fault(call, group, detour));
+    const detail::Outcome& outcome = *call.outcome;
+    const auto& reduced = std::get<std::vector<T>>(outcome.values);
+    const auto me = static_cast<std::size_t>(call.group_rank);
+    return {reduced.begin() + outcome.offsets[me], reduced.begin() + outcome.offsets[me + 1]};
   }
 
   template <class T>

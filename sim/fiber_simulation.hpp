@@ -10,11 +10,15 @@
 //   (((v0 + v1) + v2) + ...), in the element type; mean is that sum divided
 //   by the member count. With reduction_order_seed the order is a permutation
 //   drawn per collective from (seed, group, collective number).
+// - reduce_scatter_v: member i gets shard i (counts[i] values) summed over the
+//   members in that same order. all_gather_object's result views one buffer
+//   built once per collective and shared by every member's result.
 // - broadcast's root is a group rank. split: members with the same color >= 0
 //   form a group ordered by (key, world rank); ids are 1, 2, ... in order of
 //   split calls and ascending colors; color < 0 gives Group{-1, {}}.
 // - Failures (first one wins): members calling different collectives, or
-//   different sizes/ops/roots/counts where they must agree; a caller not in
+//   different sizes/ops/roots/counts where they must agree (reduce_scatter_v:
+//   every member gives sum(counts) values); a caller not in
 //   the group or a malformed group; a deadlock (every live rank blocked, e.g.
 //   a rank returned or called on another group); a rank's exception, which
 //   stays reachable through std::rethrow_if_nested on the SimulationError.

@@ -44,7 +44,7 @@ struct ShardView {
   const std::byte* values = nullptr;
 };
 
-ShardView shard_from_bytes(const std::vector<std::byte>& bytes, std::size_t scalar_bytes) {
+ShardView shard_from_bytes(std::span<const std::byte> bytes, std::size_t scalar_bytes) {
   std::int64_t header[2];
   INFONCE_ASSERT(bytes.size() >= sizeof(header));
   std::memcpy(header, bytes.data(), sizeof(header));
@@ -58,8 +58,8 @@ ShardView shard_from_bytes(const std::vector<std::byte>& bytes, std::size_t scal
 // copied once, straight into the global batch (assemble).
 template <class Scalar>
 struct Gathered {
-  std::vector<std::vector<std::byte>> objects;  // object path: the shards' serialized matrices
-  std::vector<Scalar> values;                   // tensor path: every shard's values
+  sim::GatheredObjects objects;  // object path: the shards' serialized matrices
+  std::vector<Scalar> values;    // tensor path: every shard's values
   std::vector<ShardView> shards;
   std::vector<std::uint8_t> labels;  // already flattened (or local only)
 };

@@ -31,13 +31,13 @@ using detail::format_ranks;
 
 using Kind = detail::CollectiveKind;
 using Element = detail::ElementType;
-using detail::counted;
 using detail::describe;
 using detail::element_name;
 using detail::format_counts;
 using detail::kind_name;
 using detail::Signature;
 using detail::signatures_agree;
+using detail::takes_counts;
 using detail::world_ranks_text;
 
 template <class T>
@@ -63,8 +63,8 @@ struct CallRecord {
   std::int64_t root = 0;
   std::int64_t call_number = 0;
   std::int64_t world_rank = 0;
-  std::int64_t counts_size = 0;  // all_gather_v: counts.size()
-  std::int64_t counts_hash = 0;  // all_gather_v: FNV-1a of counts
+  std::int64_t counts_size = 0;  // all_gather_v, reduce_scatter_v: counts.size()
+  std::int64_t counts_hash = 0;  // all_gather_v, reduce_scatter_v: FNV-1a of counts
   std::int64_t color = 0;        // split
   std::int64_t key = 0;          // split
 };
@@ -94,7 +94,7 @@ std::int64_t hash_counts(std::span<const std::int64_t> counts) {
 }
 
 // Whether two members' calls can form one collective (the simulator's rule;
-// all_gather_v counts compared through their hash).
+// counts compared through their hash).
 bool compatible(const CallRecord& a, const CallRecord& b) {
   return signatures_agree(signature_of(a), signature_of(b),
                           a.counts_size == b.counts_size && a.counts_hash == b.counts_hash);
@@ -213,6 +213,9 @@ struct MpiCommunicator::State {
   template <class T>
   void all_reduce(const Group& group, std::span<T> values, ReduceOp op);
   template <class T>
+  std::vector<T> reduce_scatter(const Group& group, std::span<const T> values,
+                                std::span<const std::int64_t> counts);
+  template <class T>
   void broadcast(const Group& group, std::span<T> values, std::int32_t root);
 };
 
@@ -296,20 +299,19 @@ std::vector<CallRecord> MpiCommunicator::State::exchange(const GroupComm& g, con
 std::string MpiCommunicator::State::disagreement(const GroupComm& g,
                                                  const std::vector<CallRecord>& records,
                                                  std::span<const std::int64_t> counts) const {
-  // all_gather_v counts: every member's, to name them (the records hold hashes).
+  // all_gather_v / reduce_scatter_v counts: every member's, to name them (the
+  // records hold hashes).
   std::vector<std::vector<std::int64_t>> member_counts(records.size());
-  const bool any_v = std::ranges::any_of(
-      records, [](const CallRecord& r) { return kind_of(r) == Kind::all_gather_v; });
+  const bool any_v =
+      std::ranges::any_of(records, [](const CallRecord& r) { return takes_counts(kind_of(r)); });
   if (any_v) {
     const std::string site = group_site(g.op_index, g.group);
     std::vector<std::int64_t> sizes;
-    for (const CallRecord& r : records) {
-      sizes.push_back(kind_of(r) == Kind::all_gather_v ? r.counts_size : 0);
-    }
+    for (const CallRecord& r : records)
+      sizes.push_back(takes_counts(kind_of(r)) ? r.counts_size : 0);
     const Layout layout = layout_of(sizes, site);
     std::vector<std::int64_t> all(layout.total);
-    const bool mine_v =
-        kind_of(records[static_cast<std::size_t>(g.group_rank)]) == Kind::all_gather_v;
+    const bool mine_v = takes_counts(kind_of(records[static_cast<std::size_t>(g.group_rank)]));
     check(MPI_Allgatherv(counts.data(), mine_v ? static_cast<int>(counts.size()) : 0, MPI_INT64_T,
                          all.data(), layout.counts.data(), layout.displacements.data(), MPI_INT64_T,
                          g.comm),
@@ -321,8 +323,8 @@ std::string MpiCommunicator::State::disagreement(const GroupComm& g,
   }
   const auto key_of = [&](std::size_t i) {
     const CallRecord& r = records[i];
-    if (kind_of(r) != Kind::all_gather_v) return describe(r);
-    return std::string("all_gather_v<") + element_name(element_of(r)) + ">(counts " +
+    if (!takes_counts(kind_of(r))) return describe(r);
+    return std::string(kind_name(kind_of(r))) + "<" + element_name(element_of(r)) + ">(counts " +
            format_counts(member_counts[i]) + ")";
   };
   // Members grouped by what they called, the most common call first.
@@ -364,25 +366,13 @@ void MpiCommunicator::State::check_agreement(const GroupComm& g,
   if (!agree) throw SimulationError(disagreement(g, records, counts));
   const std::string site = group_site(g.op_index, g.group) + ": ";
   const auto members = static_cast<std::int64_t>(records.size());
-  if (kind_of(first) == Kind::all_gather_v) {
+  if (takes_counts(kind_of(first))) {
     // Every member's counts hash the same: checking one's own is checking all.
-    if (first.counts_size != members) {
-      throw SimulationError(site + "all_gather_v: counts has " + std::to_string(first.counts_size) +
-                            " entries for " + std::to_string(members) + " members");
-    }
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      const CallRecord& member = records[i];
-      if (counts[i] < 0) {
-        throw SimulationError(site + "all_gather_v: counts[" + std::to_string(i) +
-                              "] = " + std::to_string(counts[i]) + " is negative");
-      }
-      if (member.count != counts[i]) {
-        throw SimulationError(
-            site + "all_gather_v: world rank " + std::to_string(member.world_rank) +
-            " (group rank " + std::to_string(i) + ", its call #" +
-            std::to_string(member.call_number) + ") gives " + counted(member.count, "value") +
-            " but counts[" + std::to_string(i) + "] = " + std::to_string(counts[i]));
-      }
+    std::vector<detail::MemberCall> calls;
+    calls.reserve(records.size());
+    for (const CallRecord& r : records) calls.push_back({r.world_rank, r.call_number, r.count});
+    if (auto problem = detail::counts_problem(kind_of(first), counts, calls)) {
+      throw SimulationError(site + *problem);
     }
   }
   if (kind_of(first) == Kind::broadcast && (first.root < 0 || first.root >= members)) {
@@ -395,7 +385,7 @@ MpiCommunicator::State::Started MpiCommunicator::State::start(
     const Group& group, CallRecord mine, std::span<const std::int64_t> counts) {
   mine.call_number = calls++;
   mine.world_rank = rank;
-  if (kind_of(mine) == Kind::all_gather_v) {
+  if (takes_counts(kind_of(mine))) {
     mine.counts_size = static_cast<std::int64_t>(counts.size());
     mine.counts_hash = hash_counts(counts);
   }
@@ -476,6 +466,45 @@ void MpiCommunicator::State::all_reduce(const Group& group, std::span<T> values,
     const T divisor = static_cast<T>(members);
     for (T& value : values) value /= divisor;
   }
+}
+
+template <class T>
+std::vector<T> MpiCommunicator::State::reduce_scatter(const Group& group, std::span<const T> values,
+                                                      std::span<const std::int64_t> counts) {
+  CallRecord call;
+  call.kind = static_cast<std::int64_t>(Kind::reduce_scatter_v);
+  call.element = static_cast<std::int64_t>(element_of<T>());
+  call.count = static_cast<std::int64_t>(values.size());
+  const Started s = start(group, call, counts);
+  // Shard k is sent to member k; this member receives its shard from each.
+  const Layout shards = layout_of(counts, s.site);
+  const auto me = static_cast<std::size_t>(s.group->group_rank);
+  const std::size_t n = static_cast<std::size_t>(counts[me]);
+  const std::size_t members = s.records.size();
+  std::vector<T> out(n);
+  if (options.reduction == MpiReduction::native) {
+    check(MPI_Reduce_scatter(values.data(), out.data(), shards.counts.data(), mpi_type_of<T>(),
+                             MPI_SUM, s.group->comm),
+          "MPI_Reduce_scatter", s.site);
+    return out;
+  }
+  // The simulator's order: member 0's shard, then + member 1's, ... element-
+  // wise in T (never MPI's unspecified order).
+  to_mpi_count(static_cast<std::int64_t>(n * members), s.site);
+  const std::vector<int> receive_counts(members, shards.counts[me]);
+  std::vector<int> receive_offsets(members);
+  for (std::size_t k = 0; k < members; ++k) receive_offsets[k] = static_cast<int>(k * n);
+  std::vector<T> parts(n * members);
+  check(MPI_Alltoallv(values.data(), shards.counts.data(), shards.displacements.data(),
+                      mpi_type_of<T>(), parts.data(), receive_counts.data(), receive_offsets.data(),
+                      mpi_type_of<T>(), s.group->comm),
+        "MPI_Alltoallv", s.site);
+  std::copy_n(parts.begin(), n, out.begin());
+  for (std::size_t k = 1; k < members; ++k) {
+    const T* part = parts.data() + k * n;
+    for (std::size_t j = 0; j < n; ++j) out[j] += part[j];
+  }
+  return out;
 }
 
 template <class T>
@@ -613,19 +642,26 @@ std::vector<std::int64_t> MpiCommunicator::all_gather_v(const Group& group,
   return state_->all_gather(Kind::all_gather_v, group, mine, counts);
 }
 
-std::vector<std::vector<std::byte>> MpiCommunicator::all_gather_object(
-    const Group& group, std::span<const std::byte> mine) {
+GatheredObjects MpiCommunicator::all_gather_object(const Group& group,
+                                                   std::span<const std::byte> mine) {
   // The sizes travel in the call exchange; the bytes in one MPI_Allgatherv.
   std::vector<std::int64_t> sizes;
-  const std::vector<std::byte> bytes =
+  std::vector<std::byte> bytes =
       state_->all_gather(Kind::all_gather_object, group, mine, {}, &sizes);
-  std::vector<std::vector<std::byte>> objects(sizes.size());
-  auto cursor = bytes.begin();
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    objects[i].assign(cursor, cursor + sizes[i]);
-    cursor += sizes[i];
-  }
-  return objects;
+  std::vector<std::int64_t> offsets{0};
+  for (const std::int64_t size : sizes) offsets.push_back(offsets.back() + size);
+  return {std::move(bytes), std::move(offsets)};
+}
+
+std::vector<double> MpiCommunicator::reduce_scatter_v(const Group& group,
+                                                      std::span<const double> values,
+                                                      std::span<const std::int64_t> counts) {
+  return state_->reduce_scatter(group, values, counts);
+}
+std::vector<float> MpiCommunicator::reduce_scatter_v(const Group& group,
+                                                     std::span<const float> values,
+                                                     std::span<const std::int64_t> counts) {
+  return state_->reduce_scatter(group, values, counts);
 }
 
 void MpiCommunicator::all_reduce(const Group& group, std::span<double> values, ReduceOp op) {

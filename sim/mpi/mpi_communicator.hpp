@@ -12,6 +12,9 @@
 //   simulator's default order. MpiReduction::native uses MPI_Allreduce, whose
 //   summation order MPI leaves unspecified: results then agree with the
 //   simulator within the SPEC's tolerance, not bit for bit.
+// - reduce_scatter_v likewise: ordered (default) sends shard k of every member
+//   to member k (MPI_Alltoallv) and sums the parts there in group-rank order;
+//   native uses MPI_Reduce_scatter.
 // - Every collective first all-gathers each member's call (kind, element
 //   type, count, op, root, all_gather_v counts): members calling different
 //   collectives or sizes get the same SimulationError on every member, named
@@ -76,8 +79,12 @@ class MpiCommunicator final : public Communicator {
   std::vector<std::int64_t> all_gather_v(const Group& group, std::span<const std::int64_t> mine,
                                          std::span<const std::int64_t> counts) override;
 
-  std::vector<std::vector<std::byte>> all_gather_object(const Group& group,
-                                                        std::span<const std::byte> mine) override;
+  GatheredObjects all_gather_object(const Group& group, std::span<const std::byte> mine) override;
+
+  std::vector<double> reduce_scatter_v(const Group& group, std::span<const double> values,
+                                       std::span<const std::int64_t> counts) override;
+  std::vector<float> reduce_scatter_v(const Group& group, std::span<const float> values,
+                                      std::span<const std::int64_t> counts) override;
 
   void all_reduce(const Group& group, std::span<double> values, ReduceOp op) override;
   void all_reduce(const Group& group, std::span<float> values, ReduceOp op) override;

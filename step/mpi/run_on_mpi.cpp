@@ -25,7 +25,7 @@ std::vector<std::byte> to_bytes(const RankOutput<Scalar>& out) {
   return bytes;
 }
 
-void add_rank(DistributedResult& result, const std::vector<std::byte>& bytes) {
+void add_rank(DistributedResult& result, std::span<const std::byte> bytes) {
   INFONCE_ASSERT(bytes.size() % sizeof(double) == 0 && bytes.size() >= 2 * sizeof(double));
   std::vector<double> words(bytes.size() / sizeof(double));
   std::memcpy(words.data(), bytes.data(), bytes.size());

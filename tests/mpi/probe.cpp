@@ -4,9 +4,9 @@
 // that reverse the order and a color < 0, MeshLayout groups that were never
 // split, all_gather / all_gather_v / all_gather_object / all_reduce sum and
 // mean in double and float with values whose sum depends on the order,
-// broadcast, barrier) runs on MPI; world rank 0 runs the same program on the
-// fiber simulator and the two must produce the same bytes on every rank.
-// Exit 0 if so, 1 if not.
+// reduce_scatter_v with unequal and empty shards, broadcast, barrier) runs on MPI; world rank 0
+// runs the same program on the fiber simulator and the two must produce the same bytes on every
+// rank. Exit 0 if so, 1 if not.
 //
 // The other modes make one rank misbehave; the job must end (never hang) with
 // the error on stderr and exit 2 (InputError), 3 (SimulationError) or 4:
@@ -15,6 +15,8 @@
 //   wrong-collective world rank 1 calls barrier where the others all_reduce
 //   counts-mismatch  all_gather_v where a rank gives fewer values than counts says
 //   counts-differ    all_gather_v where members pass different counts
+//   scatter-size     reduce_scatter_v where a rank gives fewer values than the counts sum to
+//   scatter-counts-differ  reduce_scatter_v where members pass different counts
 //   bad-root         broadcast from a root outside the group
 //   not-member       world rank 1 calls a collective on a group without it
 //   early-return     world rank 1 skips the all_gather and goes on to the final
@@ -23,6 +25,7 @@
 //                    wait (stall timeout 2 s)
 //   exit-early       world rank 1 leaves the program (and MPI) while the others
 //                    wait in a collective (stall timeout 2 s)
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -44,12 +47,17 @@ using infonce::sim::Group;
 using infonce::sim::ReduceOp;
 
 template <class T>
-void record(std::vector<std::byte>& out, const std::vector<T>& values) {
+void record(std::vector<std::byte>& out, std::span<const T> values) {
   const auto n = static_cast<std::int64_t>(values.size());
   const auto* size = reinterpret_cast<const std::byte*>(&n);
   out.insert(out.end(), size, size + sizeof n);
   const auto* bytes = reinterpret_cast<const std::byte*>(values.data());
   out.insert(out.end(), bytes, bytes + values.size() * sizeof(T));
+}
+
+template <class T>
+void record(std::vector<std::byte>& out, const std::vector<T>& values) {
+  record(out, std::span<const T>(values));
 }
 
 void record_group(std::vector<std::byte>& out, const Group& group) {
@@ -93,6 +101,22 @@ std::vector<std::byte> conformance_program(Communicator& comm) {
   record(out, comm.all_gather_v(world, std::span<const double>(varied), counts));
   const std::vector<float> varied_f(static_cast<std::size_t>(w % 3), w * 0.1F);
   record(out, comm.all_gather_v(world, std::span<const float>(varied_f), counts));
+
+  // Shards of 0, 1, 2, 0, ... values (counts) on the world, of 2, 1, 0, ... on the evens.
+  const std::vector<double> scatter_d =
+      order_sensitive<double>(w, 3 * static_cast<std::size_t>(size));
+  std::int64_t total = 0;
+  for (const std::int64_t n : counts) total += n;
+  record(out, comm.reduce_scatter_v(
+                  world, std::span<const double>(scatter_d).first(static_cast<std::size_t>(total)),
+                  counts));
+  std::vector<std::int64_t> even_counts;
+  for (std::int32_t i = 0; i < evens.size(); ++i) even_counts.push_back((2 - i % 3 + 3) % 3);
+  std::int64_t even_total = 0;
+  for (const std::int64_t n : even_counts) even_total += n;
+  const std::vector<float> scatter_f =
+      order_sensitive<float>(w, static_cast<std::size_t>(even_total));
+  record(out, comm.reduce_scatter_v(evens, std::span<const float>(scatter_f), even_counts));
 
   const std::string text(static_cast<std::size_t>(w * 3 + 1), static_cast<char>('a' + w));
   for (const auto& object :
@@ -149,7 +173,7 @@ int conformance(infonce::sim::MpiCommunicator& comm) {
   });
   std::int32_t differing = 0;
   for (std::size_t w = 0; w < on_mpi.size(); ++w) {
-    if (on_mpi[w] != on_fibers[w]) {
+    if (!std::ranges::equal(on_mpi[w], on_fibers[w])) {
       ++differing;
       std::cout << "world rank " << w << ": MPI and fiber results differ\n";
     }
@@ -185,6 +209,15 @@ int misbehave(infonce::sim::MpiCommunicator& comm, const std::string& mode) {
     std::vector<std::int64_t> counts(static_cast<std::size_t>(comm.world_size()), 2);
     if (culprit) counts[0] = 3;
     comm.all_gather_v(world, std::span<const double>(values), counts);
+  } else if (mode == "scatter-size" || mode == "scatter-counts-differ") {
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(comm.world_size()), 2);
+    std::vector<double> full(2 * counts.size(), 1.0);
+    if (culprit && mode == "scatter-size") full.pop_back();
+    if (culprit && mode == "scatter-counts-differ") {
+      counts[0] = 3;
+      counts.back() = 1;
+    }
+    comm.reduce_scatter_v(world, std::span<const double>(full), counts);
   } else if (mode == "bad-root") {
     comm.broadcast(world, std::span(values), comm.world_size());
   } else if (mode == "not-member") {

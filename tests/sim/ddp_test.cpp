@@ -53,10 +53,19 @@ class CountingCommunicator final : public Communicator {
     ++calls;
     return inner_.all_gather_v(g, m, c);
   }
-  std::vector<std::vector<std::byte>> all_gather_object(const Group& g,
-                                                        std::span<const std::byte> m) override {
+  GatheredObjects all_gather_object(const Group& g, std::span<const std::byte> m) override {
     ++calls;
     return inner_.all_gather_object(g, m);
+  }
+  std::vector<double> reduce_scatter_v(const Group& g, std::span<const double> v,
+                                       std::span<const std::int64_t> c) override {
+    ++calls;
+    return inner_.reduce_scatter_v(g, v, c);
+  }
+  std::vector<float> reduce_scatter_v(const Group& g, std::span<const float> v,
+                                      std::span<const std::int64_t> c) override {
+    ++calls;
+    return inner_.reduce_scatter_v(g, v, c);
   }
   void all_reduce(const Group& g, std::span<double> v, ReduceOp op) override {
     ++calls;

@@ -298,6 +298,93 @@ TEST(Faults, DisagreeingArgumentsAreErrors) {
               HasSubstr("world rank 2 calls all_gather<float>(1 value)"));
 }
 
+// reduce_scatter_v is checked like all_gather_v: the same counts on every
+// member, one per member, none negative, and every member giving their sum.
+TEST(Faults, ReduceScatterVMisuseIsNamed) {
+  SimulationOptions options;
+  options.world_size = 3;
+  const auto scatter = [](Communicator& comm, std::vector<std::int64_t> counts,
+                          std::size_t values) {
+    const std::vector<double> mine(values, 1.0);
+    comm.reduce_scatter_v(comm.world(), std::span<const double>(mine), counts);
+  };
+  EXPECT_EQ(failure_of(options,
+                       [&](Communicator& comm) {
+                         scatter(comm, {1, 1}, 2);
+                       }),
+            "collective #0 on group 0 {0..2}: reduce_scatter_v: counts has 2 entries for 3 "
+            "members");
+  EXPECT_EQ(failure_of(options,
+                       [&](Communicator& comm) {
+                         scatter(comm, {2, -1, 2}, 3);
+                       }),
+            "collective #0 on group 0 {0..2}: reduce_scatter_v: counts[1] = -1 is negative");
+  EXPECT_EQ(failure_of(options,
+                       [&](Communicator& comm) {
+                         scatter(comm, {1, 0, 2}, comm.world_rank() == 1 ? 2 : 3);
+                       }),
+            "collective #0 on group 0 {0..2}: reduce_scatter_v: world rank 1 (group rank 1, its "
+            "call #0) gives 2 values but the counts sum to 3");
+  EXPECT_EQ(failure_of(options,
+                       [&](Communicator& comm) {
+                         const std::int64_t last = comm.world_rank() == 2 ? 2 : 1;
+                         scatter(comm, {1, 1, last}, static_cast<std::size_t>(2 + last));
+                       }),
+            "collective #0 on group 0 {0..2}: members call different collectives: world ranks "
+            "{0,1} call reduce_scatter_v<double>(counts [1,1,1]); world rank 2 calls "
+            "reduce_scatter_v<double>(counts [1,1,2]) (its call #0)");
+  EXPECT_THAT(failure_of(options,
+                         [&](Communicator& comm) {
+                           const std::vector<std::int64_t> counts{1, 1, 1};
+                           if (comm.world_rank() == 0) {
+                             const std::vector<float> mine(3, 1.0f);
+                             comm.reduce_scatter_v(comm.world(), std::span<const float>(mine),
+                                                   counts);
+                           } else {
+                             scatter(comm, counts, 3);
+                           }
+                         }),
+              HasSubstr("world rank 0 calls reduce_scatter_v<float>(counts [1,1,1]) (its call "
+                        "#0)"));
+  EXPECT_THAT(failure_of(options,
+                         [&](Communicator& comm) {
+                           if (comm.world_rank() == 1) {
+                             std::vector<double> mine(3, 1.0);
+                             comm.all_reduce(comm.world(), std::span<double>(mine), ReduceOp::sum);
+                           } else {
+                             scatter(comm, {1, 1, 1}, 3);
+                           }
+                         }),
+              HasSubstr("world rank 1 calls all_reduce<double>(3 values, sum) (its call #0)"));
+}
+
+// Injected faults reach reduce_scatter_v as they reach the other collectives.
+TEST(Faults, InjectedFaultsInReduceScatterV) {
+  const auto program = [](Communicator& comm) {
+    const Guard guard;
+    const MeshLayout mesh(6, 3);
+    const std::vector<std::int64_t> counts{2, 0, 1};
+    const std::vector<double> mine(3, 0.5 * comm.world_rank());
+    comm.reduce_scatter_v(mesh.dp_group(comm.world_rank()), std::span<const double>(mine), counts);
+    comm.barrier(comm.world());
+  };
+  run_fibers(with_fault(-1, 0, Kind::none), program);
+  EXPECT_EQ(failure_of(with_fault(3, 0, Kind::wrong_size), program),
+            "collective #0 on group 16777217 {1,3,5}: reduce_scatter_v: world rank 3 (group rank "
+            "1, its call #0) gives 4 values but the counts sum to 3");
+  EXPECT_EQ(failure_of(with_fault(0, 0, Kind::wrong_collective), program),
+            "collective #0 on group 16777216 {0,2,4}: members call different collectives: world "
+            "ranks {2,4} call reduce_scatter_v<double>(counts [2,0,1]); world rank 0 calls barrier "
+            "(its call #0)");
+  EXPECT_THAT(failure_of(with_fault(5, 0, Kind::wrong_group), program),
+              AllOf(HasSubstr("deadlock"),
+                    HasSubstr("collective #0 reduce_scatter_v<double>(3 values) on group "
+                              "16777217 {1,3,5} has world ranks {1,3} at call #0 and waits for "
+                              "world rank 5")));
+  EXPECT_THAT(failure_of(with_fault(2, 0, Kind::throw_error), program),
+              HasSubstr("world rank 2 threw std::runtime_error: injected fault"));
+}
+
 // The abort signal is not a std::exception: a program's own handler cannot
 // swallow it and keep a rank alive.
 TEST(Faults, ProgramsCatchingStdExceptionStillUnwind) {

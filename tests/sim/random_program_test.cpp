@@ -29,7 +29,8 @@ enum class Op {
   barrier,
   split,
   use_world,
-  use_mesh
+  use_mesh,
+  reduce_scatter_v
 };
 
 struct Step {
@@ -64,7 +65,7 @@ rc::Gen<ProgramSpec> gen_program() {
     const auto length = *rc::gen::inRange(1, 13);
     for (int i = 0; i < length; ++i) {
       Step step;
-      step.op = static_cast<Op>(*rc::gen::inRange(0, 10));
+      step.op = static_cast<Op>(*rc::gen::inRange(0, 11));
       step.count = *rc::gen::inRange(0, 5);
       step.seed = *rc::gen::arbitrary<std::uint64_t>();
       step.dp = *rc::gen::elementOf(divisors);
@@ -142,6 +143,17 @@ void run_numeric(Communicator& comm, const Step& step, const Group& group,
       break;
   }
   if constexpr (!std::is_same_v<T, std::int64_t>) {
+    if (step.op == Op::reduce_scatter_v) {
+      std::vector<std::int64_t> counts;
+      std::int64_t total = 0;
+      for (const std::int32_t member : group.world_ranks) {
+        counts.push_back(gather_v_count(step, member));
+        total += counts.back();
+      }
+      const auto mine = values_of<T>(step, w, total);
+      record<T>(out, comm.reduce_scatter_v(group, std::span<const T>(mine), counts));
+      return;
+    }
     auto values = values_of<T>(step, w, step.count);
     comm.all_reduce(group, std::span<T>(values),
                     step.op == Op::all_reduce_mean ? ReduceOp::mean : ReduceOp::sum);
@@ -229,6 +241,27 @@ std::vector<T> model_collective(const Step& step, const Group& group) {
   return result;
 }
 
+// Member `w`'s shard (its group rank's counts), summed over the members.
+template <class T>
+std::vector<T> model_reduce_scatter(const Step& step, const Group& group, std::int32_t w) {
+  std::int64_t offset = 0, total = 0;
+  for (std::int32_t i = 0; i < group.size(); ++i) {
+    const std::int64_t count = gather_v_count(step, group.world_ranks[i]);
+    if (i < group.rank_of(w)) offset += count;
+    total += count;
+  }
+  const auto mine = static_cast<std::size_t>(gather_v_count(step, w));
+  std::vector<T> sum(mine);
+  for (std::size_t i = 0; i < group.world_ranks.size(); ++i) {
+    const auto values = values_of<T>(step, group.world_ranks[i], total);
+    for (std::size_t j = 0; j < mine; ++j) {
+      const T v = values[static_cast<std::size_t>(offset) + j];
+      sum[j] = i == 0 ? v : sum[j] + v;
+    }
+  }
+  return sum;
+}
+
 std::vector<std::vector<std::byte>> model_program(const ProgramSpec& spec) {
   const auto world = static_cast<std::size_t>(spec.world);
   std::vector<std::vector<std::byte>> out(world);
@@ -275,6 +308,13 @@ std::vector<std::vector<std::byte>> model_program(const ProgramSpec& spec) {
           break;
         }
         case Op::barrier:
+          break;
+        case Op::reduce_scatter_v:
+          if (step.single) {
+            record<float>(out[w], model_reduce_scatter<float>(step, group, w));
+          } else {
+            record<double>(out[w], model_reduce_scatter<double>(step, group, w));
+          }
           break;
         case Op::all_gather:
           if (step.single) {
