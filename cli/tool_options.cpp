@@ -373,4 +373,42 @@ void record_failure(const CampaignSettings& s, properties::CampaignReport& repor
   }
 }
 
+void add_sut_options(po::options_description& options) {
+  options.add_options()("sut", po::value<std::string>()->value_name("CMD"),
+                        "run every step in an external system under test: /bin/sh -c CMD "
+                        "speaking infonce-sut/1 (docs/sut-protocol.md)")(
+      "sut-timeout", po::value<std::string>()->value_name("DURATION"),
+      "how long the SUT may take for its handshake or one response (default 60s)");
+}
+
+SutChoice parse_sut(std::string_view command, const std::optional<std::string>& sut,
+                    const std::optional<std::string>& timeout) {
+  SutChoice choice;
+  if (!sut) {
+    if (timeout) usage(command, "--sut-timeout", "needs --sut CMD");
+    return choice;
+  }
+  if (sut->find_first_not_of(" \t") == std::string::npos) {
+    usage(command, "--sut", "must be a command, not an empty string");
+  }
+  choice.command = *sut;
+  choice.timeout_seconds = sut::kDefaultTimeoutSeconds;
+  if (timeout) {
+    // A bare number is seconds, as in the protocol's documentation.
+    const bool digits = !timeout->empty() && all_of(*timeout, isdigit);
+    try {
+      choice.timeout_seconds = parse_duration_seconds(command, digits ? *timeout + "s" : *timeout);
+    } catch (const UsageError&) {
+      usage(command, "--sut-timeout",
+            "must be a duration such as 2s, 90s or 5m (or whole seconds), not " + shown(*timeout));
+    }
+    choice.timeout_text = *timeout;
+  }
+  return choice;
+}
+
+std::unique_ptr<properties::SutStep> start_sut(const SutChoice& sut, std::int32_t jobs) {
+  return std::make_unique<properties::SutStep>(sut.command, sut.timeout_seconds, jobs);
+}
+
 }  // namespace infonce::cli

@@ -40,6 +40,12 @@ struct CampaignReport {
   bool self_check = false;
   CampaignResult result;
   std::string saved_case;  // the failure's case file ("" if none was saved)
+  // check --sut: the command as given, the name its handshake gave, the
+  // --sut-timeout as given ("": the default) and the restricted axes.
+  std::string sut_command;
+  std::string sut_name;
+  std::string sut_timeout;
+  std::vector<std::string> restricted_axes;
 
   bool passed() const { return !result.failure && !result.divergence; }
 };
