@@ -1,6 +1,7 @@
 #include "properties/sut_step.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <thread>
 
@@ -45,11 +46,26 @@ std::int64_t padded_positives(const loss::RecordedDraws& draws, loss::Padding pa
   return count;
 }
 
+// JSON has no infinity: a SUT reports a non-finite loss as null (NaN here),
+// which stands for the reference's value when that is not finite either.
+void read_null_losses(std::vector<double>& losses, const Case& c,
+                      const step::ReferenceValues& reference) {
+  for (std::size_t w = 0; w < losses.size(); ++w) {
+    const double expected =
+        c.loss.use_batch
+            ? reference.loss
+            : reference.shard_losses[static_cast<std::size_t>(c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    if (std::isnan(losses[w]) && !std::isfinite(expected)) losses[w] = expected;
+  }
+}
+
 std::vector<double> flat(const Matrix<double>& m) { return {m.data(), m.data() + m.size()}; }
 
-step::DistributedResult distributed_result(const sut::StepResult& r, const Case& c) {
+step::DistributedResult distributed_result(const sut::StepResult& r, const Case& c,
+                                           const step::ReferenceValues& reference) {
   step::DistributedResult d;
   d.losses = r.losses;
+  read_null_losses(d.losses, c, reference);
   for (std::int32_t w = 0; w < c.mesh.world; ++w) {
     d.grads.push_back(flat(r.grads ? (*r.grads)[static_cast<std::size_t>(w)] : r.grad));
   }
@@ -117,7 +133,7 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session) {
       return verdict;
     }
   }
-  verdict.report = step::evaluate(judged, distributed_result(result, judged), reference);
+  verdict.report = step::evaluate(judged, distributed_result(result, judged, reference), reference);
   check_reported_step(verdict.report, verdict);
   const sut::Supports& supports = session.handshake().supports;
   if (supports.compensate_false && c.loss.use_batch && c.reduction == Reduction::mean &&

@@ -4,8 +4,8 @@
     fake_sut.py MODE INFONCE_SIM [MARKER_FILE]
 
 It proxies `INFONCE_SIM serve-sut` (the harness's own deterministic step) and
-injects one fault. A case is "faulty" when its rng seed is a multiple of 10:
-about one generated case in ten, the same ones on every run, and every shrink
+injects one fault. A case is "faulty" when its rng seed is 7 modulo 23:
+about one generated case in 23, the same ones on every run, and every shrink
 of it keeps its seed (seeds are not shrunk), so a fault that always fires on
 faulty cases shrinks like a real bug. MODE:
 
@@ -31,7 +31,7 @@ import time
 
 
 def faulty(case):
-    return case["rng"]["seed"] % 10 == 0
+    return case["rng"]["seed"] % 23 == 7
 
 
 def outside_narrow(case):
