@@ -52,7 +52,7 @@ struct CheckSettings : CampaignSettings {
 struct RawOptions {
   std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
       corpus_dir, sut, sut_timeout;
-  std::vector<std::string> reports;
+  std::vector<std::string> reports, restrict;
   bool no_corpus = false, before_after = false, self_check = false;
 };
 
@@ -106,6 +106,7 @@ void take_all(const po::variables_map& values, RawOptions& raw) {
   take(values, "corpus-dir", raw.corpus_dir);
   take(values, "sut", raw.sut);
   take(values, "sut-timeout", raw.sut_timeout);
+  if (values.count("restrict")) raw.restrict = values["restrict"].as<std::vector<std::string>>();
 }
 
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
@@ -189,8 +190,10 @@ CheckSettings settle(const RawOptions& raw) {
 void settle_sut(const RawOptions& raw, CheckSettings& s) {
   if (!raw.sut) {
     if (raw.sut_timeout) throw UsageError("check: --sut-timeout needs --sut CMD");
+    if (!raw.restrict.empty()) throw UsageError("check: --restrict needs --sut CMD");
     return;
   }
+  s.report.restrict_options = raw.restrict;
   s.sut = parse_sut("check", raw.sut, raw.sut_timeout);
   if (raw.mutant) throw UsageError("check: --mutant changes the harness's own step, not a --sut");
   if (raw.self_check) {
@@ -384,9 +387,12 @@ int run_check_on_fibers(const CommandContext& context) {
     sut = start_sut(*s.sut, s.campaign.jobs);
     s.campaign.external = sut.get();
     s.campaign.limits.restriction = sut->restriction();
+    for (const std::string& option : s.report.restrict_options) {
+      apply_restrict_option("check", option, s.campaign.limits.restriction);
+    }
     s.report.sut_name = sut->handshake().name;
-    s.report.restricted_axes =
-        properties::restricted_axes(sut->restriction(), parse_limits("check", s.report.limits));
+    s.report.restricted_axes = properties::restricted_axes(s.campaign.limits.restriction,
+                                                           parse_limits("check", s.report.limits));
   }
   properties::CampaignReport report = s.report;
   report.result = run(s, context.err);

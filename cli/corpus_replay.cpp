@@ -177,6 +177,9 @@ int run_corpus_replay(const CommandContext& context) {
   if (values->count("sut")) sut_command = (*values)["sut"].as<std::string>();
   if (values->count("sut-timeout")) sut_timeout = (*values)["sut-timeout"].as<std::string>();
   const SutChoice sut_choice = parse_sut("corpus replay", sut_command, sut_timeout);
+  if (values->count("restrict")) {
+    throw UsageError("corpus replay: --restrict narrows generation (check, replay --seed), not files");
+  }
   const fs::path dir =
       values->count("dir") ? (*values)["dir"].as<std::vector<std::string>>().front() : "corpus";
   std::error_code error;

@@ -45,6 +45,7 @@ struct RawOptions {
   bool no_corpus = false;
   std::vector<std::string> files;
   std::optional<std::string> sut, sut_timeout;
+  std::vector<std::string> restrict;
 };
 
 // The SUT the options name (nullptr: none), with one process.
@@ -80,6 +81,11 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
   if (sut) {
     options.external = sut.get();
     options.limits.restriction = sut->restriction();
+    for (const std::string& option : raw.restrict) {
+      apply_restrict_option("replay", option, options.limits.restriction);
+    }
+  } else if (!raw.restrict.empty()) {
+    throw UsageError("replay: --restrict needs --sut CMD");
   }
   const properties::CaseReplay replay = properties::replay_case(options, index);
   context.out << "replay: seed " << seed.seed << ", case " << index << ", mutant "
@@ -103,6 +109,7 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
     report.sut_command = *raw.sut;
     report.sut_name = sut->handshake().name;
     report.sut_timeout = raw.sut_timeout.value_or("");
+    report.restrict_options = raw.restrict;
   }
   report.result.failure = replay.failure;
   auto& failure = *report.result.failure;
@@ -151,6 +158,9 @@ int replay_file(const CommandContext& context, const RawOptions& raw) {
     throw UsageError(
         "replay: a case FILE takes only --mutant or --sut (--seed, --case-index, --limits "
         "and the corpus options regenerate a case instead)");
+  }
+  if (!raw.restrict.empty()) {
+    throw UsageError("replay: --restrict narrows generation (--seed, --case-index), not a FILE");
   }
   const std::string& path = raw.files.front();
   const Case c = read_case_file(path);
@@ -216,6 +226,7 @@ int run_replay(const CommandContext& context) {
   raw.given_corpus_dir = values->count("corpus-dir") > 0;
   if (values->count("sut")) raw.sut = (*values)["sut"].as<std::string>();
   if (values->count("sut-timeout")) raw.sut_timeout = (*values)["sut-timeout"].as<std::string>();
+  if (values->count("restrict")) raw.restrict = (*values)["restrict"].as<std::vector<std::string>>();
   if (values->count("file")) {
     raw.files = (*values)["file"].as<std::vector<std::string>>();
     return replay_file(context, raw);

@@ -86,6 +86,12 @@ struct SutChoice {
 void add_sut_options(boost::program_options::options_description& options);
 SutChoice parse_sut(std::string_view command, const std::optional<std::string>& sut,
                     const std::optional<std::string>& timeout);
+// --restrict AXIS=VALUE: narrows what is generated for the SUT beyond its
+// handshake (hard_negatives=false, use_batch=true|false, mask_fake_negative=false,
+// include_qq=false, include_dd=false, accumulation_normalize=true|false,
+// max_world=N, max_replicas=N). A value the handshake excludes is a UsageError.
+void apply_restrict_option(std::string_view command, const std::string& text,
+                           properties::Restriction& restriction);
 // Starts `jobs` SUT processes and reads their handshakes (InputError: exit 2).
 std::unique_ptr<properties::SutStep> start_sut(const SutChoice& sut, std::int32_t jobs);
 

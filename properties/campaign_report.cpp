@@ -425,6 +425,9 @@ std::vector<std::string> reproduce_commands(const CampaignReport& report) {
   std::string sut;
   if (!report.sut_command.empty()) sut = " --sut " + shell_word(report.sut_command);
   if (!report.sut_timeout.empty()) sut += " --sut-timeout " + shell_word(report.sut_timeout);
+  for (const std::string& option : report.restrict_options) {
+    replay += " --restrict " + shell_word(option);
+  }
   replay += sut;
   // The replay saves the case where the campaign did: the same file, the same output.
   const std::string saved_dir = std::filesystem::path(report.saved_case).parent_path().string();
@@ -462,7 +465,8 @@ std::string report_to_json(const CampaignReport& report) {
     out["sut"] = {{"command", report.sut_command},
                   {"name", report.sut_name},
                   {"timeout", report.sut_timeout.empty() ? Json() : Json(report.sut_timeout)},
-                  {"restricted_axes", report.restricted_axes}};
+                  {"restricted_axes", report.restricted_axes},
+                  {"restrict", report.restrict_options}};
   }
   if (!report.shards.whole()) {
     Json blocks = Json::array();
@@ -530,6 +534,11 @@ CampaignReport report_from_json(std::string_view text) {
     if (!axes.is_array()) bad("sut.restricted_axes", "expected an array of strings");
     for (const Json& axis : axes) {
       report.restricted_axes.push_back(read_string(axis, "sut.restricted_axes"));
+    }
+    const Json& restrict = member(*sut, "sut", "restrict");
+    if (!restrict.is_array()) bad("sut.restrict", "expected an array of strings");
+    for (const Json& option : restrict) {
+      report.restrict_options.push_back(read_string(option, "sut.restrict"));
     }
   }
   if (!report.shards.whole()) {

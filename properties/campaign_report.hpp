@@ -46,6 +46,7 @@ struct CampaignReport {
   std::string sut_name;
   std::string sut_timeout;
   std::vector<std::string> restricted_axes;
+  std::vector<std::string> restrict_options;  // --restrict AXIS=VALUE, as given
 
   bool passed() const { return !result.failure && !result.divergence; }
 };
