@@ -455,10 +455,16 @@ void apply_restrict_option(std::string_view command, const std::string& text,
   if (axis == "include_dd") return switch_off(command, text, value, r.include_dd);
   if (axis == "max_world") return narrow_limit(command, text, value, r.max_world);
   if (axis == "max_replicas") return narrow_limit(command, text, value, r.max_replicas);
+  if (axis == "min_dim") {
+    std::int32_t at_most = 4096;
+    narrow_limit(command, text, value, at_most);
+    r.min_dim = std::max(r.min_dim, at_most);
+    return;
+  }
   usage(command, "--restrict",
         shown(text) + " is not AXIS=VALUE with AXIS one of use_batch, accumulation_normalize, "
                       "hard_negatives, mask_fake_negative, include_qq, include_dd, max_world, "
-                      "max_replicas");
+                      "max_replicas, min_dim");
 }
 
 }  // namespace infonce::cli

@@ -89,7 +89,7 @@ SutChoice parse_sut(std::string_view command, const std::optional<std::string>& 
 // --restrict AXIS=VALUE: narrows what is generated for the SUT beyond its
 // handshake (hard_negatives=false, use_batch=true|false, mask_fake_negative=false,
 // include_qq=false, include_dd=false, accumulation_normalize=true|false,
-// max_world=N, max_replicas=N). A value the handshake excludes is a UsageError.
+// max_world=N, max_replicas=N, min_dim=N). A value the handshake excludes is a UsageError.
 void apply_restrict_option(std::string_view command, const std::string& text,
                            properties::Restriction& restriction);
 // Starts `jobs` SUT processes and reads their handshakes (InputError: exit 2).

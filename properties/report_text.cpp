@@ -24,7 +24,7 @@ void write_header(std::ostream& out, const CampaignReport& report) {
   if (!report.sut_command.empty()) {
     out << "  sut: " << report.sut_name << " (--sut " << shell_word(report.sut_command) << ")\n";
     for (const std::string& axis : report.restricted_axes) {
-      out << "    restricted by its handshake: " << axis << "\n";
+      out << "    restricted: " << axis << "\n";
     }
   }
   if (!report.shards.whole()) {

@@ -40,6 +40,8 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& r) {
   const std::int32_t replicas =
       std::min({spec.world / spec.dp, r.max_replicas, std::max(1, r.max_world / spec.dp)});
   spec.world = spec.dp * replicas;
+  spec.feature_dim = std::max(spec.feature_dim, r.min_dim);
+  spec.embedding_dim = std::max(spec.embedding_dim, r.min_dim);
   if (!spec.use_batch) give_every_shard_a_group(spec);
   return spec;
 }
@@ -55,6 +57,7 @@ std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLi
   if (r.max_replicas < std::min(r.max_world, limits.max_world)) {
     axes.push_back("replicas <= " + std::to_string(r.max_replicas));
   }
+  if (r.min_dim > 1) axes.push_back("F, D >= " + std::to_string(r.min_dim));
   if (r.use_batch) axes.push_back(std::string("use_batch: ") + name_of(*r.use_batch) + " only");
   if (!r.hard_negatives) axes.push_back("hard_negatives: unset only");
   if (r.padding != loss::Padding::fixed) axes.push_back("padding: legacy (the SUT's only mode)");

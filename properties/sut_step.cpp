@@ -100,6 +100,7 @@ Restriction restriction_of(const sut::Supports& s) {
   r.include_dd = s.include_dd;
   r.max_world = s.max_world;
   r.max_replicas = s.max_replicas;
+  r.min_dim = s.min_dim;
   r.padding = has(s.padding, loss::Padding::fixed) ? loss::Padding::fixed : loss::Padding::legacy;
   return r;
 }

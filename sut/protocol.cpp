@@ -141,6 +141,9 @@ Supports read_supports(const Json& value, const std::string& path) {
     s.max_replicas =
         static_cast<std::int32_t>(read_int(*v, p("max_replicas"), 1, CaseLimits::kMaxWorld));
   }
+  if (auto v = given("min_dim")) {
+    s.min_dim = static_cast<std::int32_t>(read_int(*v, p("min_dim"), 1, CaseLimits::kMaxDim));
+  }
   if (auto v = given("compensate_false")) s.compensate_false = read_bool(*v, p("compensate_false"));
   if (auto v = given("accumulation_normalize"))
     s.accumulation_normalize = read_flags(*v, p("accumulation_normalize"));
@@ -267,6 +270,7 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& s) {
   if (c.mesh.replicas() > s.max_replicas) {
     return "replicas " + std::to_string(c.mesh.replicas()) + " > max_replicas";
   }
+  if (std::min(c.feature_dim(), c.embedding_dim()) < s.min_dim) return std::string("F or D < min_dim");
   if (lacks(s.use_batch, c.loss.use_batch)) return std::string("use_batch ") + (c.loss.use_batch ? "true" : "false");
   if (c.loss.hard_negatives && !s.hard_negatives) return std::string("hard_negatives");
   if (c.loss.hard_negatives && lacks(s.padding, c.loss.padding)) {

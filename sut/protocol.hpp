@@ -42,6 +42,7 @@ struct Supports {
   std::vector<ScalarType> dtypes{ScalarType::float64};
   std::int32_t max_world = 1;
   std::int32_t max_replicas = 1;
+  std::int32_t min_dim = 1;  // the smallest feature and embedding dimension it runs
   bool compensate_false = false;
   std::vector<bool> accumulation_normalize{true};
   std::vector<RngMode> rng_modes{RngMode::synced};

@@ -31,19 +31,19 @@ contains() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(tail -c 2000 "$1")"
 run 0 conformance --sut "$worker --adapter conformance" --cases "$cases"
 contains conformance.out "PASSED"
 
-run 1 before_fix --sut "$swift_worker embedding.py" --restrict hard_negatives=false --cases "$cases"
+run 1 before_fix --sut "$swift_worker embedding.py" --restrict hard_negatives=false --restrict min_dim=2 --cases "$cases"
 contains before_fix.out "gradient-matches-reference"
 contains before_fix.out "ratio 0.5, "
 grep -E '^  shrunk:   W=2 P=2 A=1 negatives=\[\[\[[0-9]+\],\[\]\]\]' before_fix.out >/dev/null ||
   fail "before the fix: not shrunk to W=2 P=2 and one group: $(grep shrunk: before_fix.out)"
 
-run 1 legacy_padding --sut "$swift_worker embedding.py" --cases "$cases"
+run 1 legacy_padding --sut "$swift_worker embedding.py" --restrict min_dim=2 --cases "$cases"
 contains legacy_padding.out "padding-skips-positive"
 
-run 0 fixed --sut "$swift_worker embedding_fixed.py" --restrict hard_negatives=false --cases "$cases"
+run 0 fixed --sut "$swift_worker embedding_fixed.py" --restrict hard_negatives=false --restrict min_dim=2 --cases "$cases"
 contains fixed.out "PASSED"
 
-run 0 fixed_padding --sut "$swift_worker embedding_fixed_padding.py" --cases "$cases"
+run 0 fixed_padding --sut "$swift_worker embedding_fixed_padding.py" --restrict min_dim=2 --cases "$cases"
 contains fixed_padding.out "PASSED"
 
 if [ "$failures" -gt 0 ]; then

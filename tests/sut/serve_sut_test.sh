@@ -75,10 +75,10 @@ expect_exit 1 corpus_mutant "$sim" corpus replay "$source_dir/corpus" --sut "$mu
 # 5. A narrow handshake: generation stays inside it and the report lists the axes.
 narrow="python3 $here/fake_sut.py narrow $sim"
 expect_exit 0 narrow "$sim" check --sut "$narrow" --cases 300 --report narrow.json
-contains narrow.out "restricted by its handshake: world <= 4 (the distribution has 64)"
-contains narrow.out "restricted by its handshake: replicas <= 1"
-contains narrow.out "restricted by its handshake: gather: object only"
-contains narrow.out "restricted by its handshake: hard_negatives: unset only"
+contains narrow.out "restricted: world <= 4 (the distribution has 64)"
+contains narrow.out "restricted: replicas <= 1"
+contains narrow.out "restricted: gather: object only"
+contains narrow.out "restricted: hard_negatives: unset only"
 contains narrow.out "  gather: object=300"
 contains narrow.out "  replicas: 1=300"
 
