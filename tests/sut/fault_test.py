@@ -51,7 +51,10 @@ def run_check(mode, infonce_sim, work, jobs):
     report = os.path.join(work, "report-jobs%d.json" % jobs)
     if os.path.exists(report):
         os.remove(report)
-    command = [infonce_sim, "check", "--sut", sut, "--sut-timeout", "2", "--cases", "200",
+    # 2 s where the fault is a hang; elsewhere room for a loaded machine's
+    # startup, which must not turn another fault into a timeout.
+    timeout = "2" if mode in ("hang", "no-handshake") else "60"
+    command = [infonce_sim, "check", "--sut", sut, "--sut-timeout", timeout, "--cases", "200",
                "--jobs", str(jobs), "--no-corpus", "--report", report,
                "--report", os.path.join(work, "report-jobs%d.xml" % jobs)]
     start = time.monotonic()
@@ -59,6 +62,9 @@ def run_check(mode, infonce_sim, work, jobs):
         done = subprocess.run(command, capture_output=True, text=True, timeout=LIMIT_SECONDS)
     except subprocess.TimeoutExpired:
         fail("%s: check --sut did not end within %d s (a hang)" % (mode, LIMIT_SECONDS))
+    for stream, text in (("out", done.stdout), ("err", done.stderr)):
+        with open(os.path.join(work, "check-jobs%d.%s" % (jobs, stream)), "w") as f:
+            f.write(text)
     return done, report, time.monotonic() - start
 
 
