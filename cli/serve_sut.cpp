@@ -56,7 +56,8 @@ Json matrix_json(const std::vector<double>& flat, std::int64_t rows, std::int64_
   Json m = Json::array();
   for (std::int64_t r = 0; r < rows; ++r) {
     Json row = Json::array();
-    for (std::int64_t f = 0; f < cols; ++f) row.push_back(flat[static_cast<std::size_t>(r * cols + f)]);
+    for (std::int64_t f = 0; f < cols; ++f)
+      row.push_back(flat[static_cast<std::size_t>(r * cols + f)]);
     m.push_back(std::move(row));
   }
   return m;  // NaN and infinities dump as null, as the protocol says
@@ -71,7 +72,8 @@ Json step_response(std::int64_t id, const Case& c, const step::Mutant* mutant) {
   Json response = {{"id", id}, {"losses", result.losses}};
   response["grad"] = matrix_json(result.grads[0], c.embedding_dim(), c.feature_dim());
   Json grads = Json::array();
-  for (const auto& g : result.grads) grads.push_back(matrix_json(g, c.embedding_dim(), c.feature_dim()));
+  for (const auto& g : result.grads)
+    grads.push_back(matrix_json(g, c.embedding_dim(), c.feature_dim()));
   response["grads"] = std::move(grads);
   // Every replica of DP shard d draws what its first replica draws (synced).
   const loss::RecordedDraws shards = step::record_padding_draws(run);

@@ -8,10 +8,18 @@
 namespace infonce::properties {
 namespace {
 
-const char* name_of(Reduction r) { return r == Reduction::mean ? "mean" : "sum"; }
-const char* name_of(GatherPath g) { return g == GatherPath::object ? "object" : "tensor"; }
-const char* name_of(ScalarType s) { return s == ScalarType::float64 ? "float64" : "float32"; }
-const char* name_of(bool b) { return b ? "true" : "false"; }
+const char* name_of(Reduction r) {
+  return r == Reduction::mean ? "mean" : "sum";
+}
+const char* name_of(GatherPath g) {
+  return g == GatherPath::object ? "object" : "tensor";
+}
+const char* name_of(ScalarType s) {
+  return s == ScalarType::float64 ? "float64" : "float32";
+}
+const char* name_of(bool b) {
+  return b ? "true" : "false";
+}
 
 // Without use_batch every shard needs a group of its own (the loss is per shard).
 void give_every_shard_a_group(CaseSpec& spec) {
@@ -46,7 +54,9 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& r) {
   return spec;
 }
 
-void restrict_case(Case& c, const Restriction& r) { c.loss.padding = r.padding; }
+void restrict_case(Case& c, const Restriction& r) {
+  c.loss.padding = r.padding;
+}
 
 std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLimits& limits) {
   std::vector<std::string> axes;

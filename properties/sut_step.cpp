@@ -51,15 +51,16 @@ std::int64_t padded_positives(const loss::RecordedDraws& draws, loss::Padding pa
 void read_null_losses(std::vector<double>& losses, const Case& c,
                       const step::ReferenceValues& reference) {
   for (std::size_t w = 0; w < losses.size(); ++w) {
-    const double expected =
-        c.loss.use_batch
-            ? reference.loss
-            : reference.shard_losses[static_cast<std::size_t>(c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    const double expected = c.loss.use_batch ? reference.loss
+                                             : reference.shard_losses[static_cast<std::size_t>(
+                                                   c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
     if (std::isnan(losses[w]) && !std::isfinite(expected)) losses[w] = expected;
   }
 }
 
-std::vector<double> flat(const Matrix<double>& m) { return {m.data(), m.data() + m.size()}; }
+std::vector<double> flat(const Matrix<double>& m) {
+  return {m.data(), m.data() + m.size()};
+}
 
 step::DistributedResult distributed_result(const sut::StepResult& r, const Case& c,
                                            const step::ReferenceValues& reference) {

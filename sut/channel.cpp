@@ -81,7 +81,9 @@ Channel::Channel(std::string command, double timeout_seconds)
   start();
 }
 
-Channel::~Channel() { close(); }
+Channel::~Channel() {
+  close();
+}
 
 void Channel::start() {
   ignore_sigpipe();
@@ -125,9 +127,8 @@ std::string Channel::read_line() {
 }
 
 void Channel::pump(bool want_line) {
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeout_seconds_));
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_seconds_));
   while (!(want_line ? out_.find('\n') != std::string::npos : pending_.empty())) {
     if (out_.size() > kMaxLineBytes) {
       kill_group();
@@ -142,9 +143,11 @@ void Channel::pump(bool want_line) {
     fds[count++] = {stdout_fd_, POLLIN, 0};
     const nfds_t err_at = count;
     if (stderr_fd_ >= 0) fds[count++] = {stderr_fd_, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) fail_timeout();
-    const int ready = poll(fds, count, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    const int ready =
+        poll(fds, count, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (ready < 0 && errno == EINTR) continue;
     INFONCE_ASSERT(ready >= 0);
     if (writing && fds[0].revents != 0) {

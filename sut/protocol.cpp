@@ -55,8 +55,7 @@ bool read_bool(const Json& value, const std::string& path) {
 std::int64_t read_int(const Json& value, const std::string& path, std::int64_t lo,
                       std::int64_t hi) {
   if (!value.is_number_integer()) fail(path, "expected an integer, got " + kind_of(value));
-  if (value.is_number_unsigned() &&
-      value.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) {
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) {
     fail(path, "expected at most " + std::to_string(hi));
   }
   const std::int64_t n = value.get<std::int64_t>();
@@ -77,7 +76,8 @@ template <class T>
 std::vector<T> read_choices(const Json& value, const std::string& path,
                             const std::vector<std::pair<const char*, T>>& names) {
   std::string expected;
-  for (const auto& [name, _] : names) expected += (expected.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+  for (const auto& [name, _] : names)
+    expected += (expected.empty() ? "\"" : ", \"") + std::string(name) + "\"";
   if (!value.is_array() || value.empty()) {
     fail(path, "expected a non-empty array of " + expected + ", got " + kind_of(value));
   }
@@ -154,7 +154,8 @@ Supports read_supports(const Json& value, const std::string& path) {
   if (auto v = given("replays_padding_draws"))
     s.replays_padding_draws = read_bool(*v, p("replays_padding_draws"));
   if (auto v = given("extension_keys")) {
-    if (!v->is_array()) fail(p("extension_keys"), "expected an array of strings, got " + kind_of(*v));
+    if (!v->is_array())
+      fail(p("extension_keys"), "expected an array of strings, got " + kind_of(*v));
     for (std::size_t i = 0; i < v->size(); ++i) {
       s.extension_keys.push_back(read_string((*v)[i], at_index(p("extension_keys"), i)));
     }
@@ -226,15 +227,15 @@ StepResult read_result(const Json& response, const Case& c) {
   for (std::size_t w = 0; w < losses.size(); ++w) {
     result.losses.push_back(read_number_or_null(losses[w], at_index(path + ".losses", w)));
   }
-  result.grad =
-      read_matrix(required(response, path, "grad"), path + ".grad", c.embedding_dim(), c.feature_dim());
+  result.grad = read_matrix(required(response, path, "grad"), path + ".grad", c.embedding_dim(),
+                            c.feature_dim());
   if (const auto it = response.find("grads"); it != response.end()) {
     require_length(*it, path + ".grads", static_cast<std::size_t>(c.mesh.world),
                    "gradients (W x D x F, one per world rank)");
     auto& grads = result.grads.emplace();
     for (std::size_t w = 0; w < it->size(); ++w) {
-      grads.push_back(read_matrix((*it)[w], at_index(path + ".grads", w), c.embedding_dim(),
-                                  c.feature_dim()));
+      grads.push_back(
+          read_matrix((*it)[w], at_index(path + ".grads", w), c.embedding_dim(), c.feature_dim()));
     }
   }
   if (const auto it = response.find("padding_draws"); it != response.end()) {
@@ -270,8 +271,10 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& s) {
   if (c.mesh.replicas() > s.max_replicas) {
     return "replicas " + std::to_string(c.mesh.replicas()) + " > max_replicas";
   }
-  if (std::min(c.feature_dim(), c.embedding_dim()) < s.min_dim) return std::string("F or D < min_dim");
-  if (lacks(s.use_batch, c.loss.use_batch)) return std::string("use_batch ") + (c.loss.use_batch ? "true" : "false");
+  if (std::min(c.feature_dim(), c.embedding_dim()) < s.min_dim)
+    return std::string("F or D < min_dim");
+  if (lacks(s.use_batch, c.loss.use_batch))
+    return std::string("use_batch ") + (c.loss.use_batch ? "true" : "false");
   if (c.loss.hard_negatives && !s.hard_negatives) return std::string("hard_negatives");
   if (c.loss.hard_negatives && lacks(s.padding, c.loss.padding)) {
     return std::string("padding ") + (c.loss.padding == loss::Padding::legacy ? "legacy" : "fixed");
@@ -300,10 +303,10 @@ Handshake parse_handshake(std::string_view line) {
   const Json value = parse_line(line, path);
   const Json& protocol = required(value, path, "protocol");
   if (!protocol.is_string() || protocol.get<std::string>() != kProtocol) {
-    fail(path + ".protocol", "the SUT speaks " +
-                                 (protocol.is_string() ? "'" + protocol.get<std::string>() + "'"
-                                                       : kind_of(protocol)) +
-                                 ", this harness speaks '" + std::string(kProtocol) + "'");
+    fail(path + ".protocol",
+         "the SUT speaks " +
+             (protocol.is_string() ? "'" + protocol.get<std::string>() + "'" : kind_of(protocol)) +
+             ", this harness speaks '" + std::string(kProtocol) + "'");
   }
   Handshake handshake;
   handshake.name = read_string(required(value, path, "name"), path + ".name");
@@ -327,9 +330,9 @@ Response parse_response(std::string_view line, std::int64_t id, const Case& c) {
   const Json value = parse_line(line, "response");
   const Json& got = required(value, "response", "id");
   if (!got.is_number_integer() || got.get<std::int64_t>() != id) {
-    throw OutOfStep("response.id: expected " + std::to_string(id) + " (the request's), got " +
-                    (got.is_number_integer() ? std::to_string(got.get<std::int64_t>())
-                                             : kind_of(got)));
+    throw OutOfStep(
+        "response.id: expected " + std::to_string(id) + " (the request's), got " +
+        (got.is_number_integer() ? std::to_string(got.get<std::int64_t>()) : kind_of(got)));
   }
   if (const auto it = value.find("error"); it != value.end()) {
     return {std::nullopt, read_string(*it, "response.error")};

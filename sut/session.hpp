@@ -19,7 +19,7 @@ inline constexpr double kDefaultTimeoutSeconds = 60;
 
 struct StepOutcome {
   std::optional<StepResult> result;
-  std::string failure;  // one line, when there is no result
+  std::string failure;     // one line, when there is no result
   bool restarted = false;  // the SUT was killed or had died: the next step starts a new one
 };
 
