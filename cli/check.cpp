@@ -30,6 +30,7 @@
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
 #include "properties/campaign_report.hpp"
+#include "properties/sut_step.hpp"
 #include "step/mutants.hpp"
 
 namespace infonce::cli {
@@ -43,13 +44,14 @@ constexpr const char* kExploreTime = "10m";
 
 struct CheckSettings : CampaignSettings {
   bool before_after = false;
+  std::optional<SutChoice> sut;
 };
 
 // What was typed; an option given as "" is still given (and then invalid).
 struct RawOptions {
   std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
-      corpus_dir;
-  std::vector<std::string> reports;
+      corpus_dir, sut, sut_timeout;
+  std::vector<std::string> reports, restrict;
   bool no_corpus = false, before_after = false, self_check = false;
 };
 
@@ -90,6 +92,7 @@ po::options_description check_options(RawOptions& raw) {
       "fiber (default): the campaign in this process, on the fiber simulator; mpi: sharded over "
       "the processes of an MPI job (`mpirun -np N infonce-sim check --backend mpi ...`, the same "
       "as check-mpi), one merged report");
+  add_sut_options(options);
   return options;
 }
 
@@ -104,6 +107,9 @@ void take_all(const po::variables_map& values, RawOptions& raw) {
   take(values, "limits", raw.limits);
   take(values, "format", raw.format);
   take(values, "corpus-dir", raw.corpus_dir);
+  take(values, "sut", raw.sut);
+  take(values, "sut-timeout", raw.sut_timeout);
+  if (values.count("restrict")) raw.restrict = values["restrict"].as<std::vector<std::string>>();
 }
 
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
@@ -134,6 +140,8 @@ void apply_profile(const RawOptions& raw, CheckSettings& s) {
                      raw.profile->substr(0, 40) + "'");
   }
 }
+
+void settle_sut(const RawOptions& raw, CheckSettings& s);
 
 CheckSettings settle(const RawOptions& raw) {
   CheckSettings s;
@@ -176,7 +184,29 @@ CheckSettings settle(const RawOptions& raw) {
   if (s.campaign.cases != properties::kUnboundedCases) s.report.case_budget = s.campaign.cases;
   s.report.shards = {s.campaign.shard.count, {s.campaign.shard.index}};
   s.report.self_check = s.campaign.self_check;
+  settle_sut(raw, s);
   return s;
+}
+
+// --sut: the step runs in another process; what only our own step has
+// (mutants, the self-check's reruns, the before/after table) does not apply.
+void settle_sut(const RawOptions& raw, CheckSettings& s) {
+  if (!raw.sut) {
+    if (raw.sut_timeout) throw UsageError("check: --sut-timeout needs --sut CMD");
+    if (!raw.restrict.empty()) throw UsageError("check: --restrict needs --sut CMD");
+    return;
+  }
+  s.report.restrict_options = raw.restrict;
+  s.sut = parse_sut("check", raw.sut, raw.sut_timeout);
+  if (raw.mutant) throw UsageError("check: --mutant changes the harness's own step, not a --sut");
+  if (raw.self_check) {
+    throw UsageError("check: --self-check reruns the harness's own step; it does not apply to --sut");
+  }
+  if (s.before_after) throw UsageError("check: --before-after shows the harness's own step, not --sut");
+  s.campaign.self_check = false;  // --profile explore's
+  s.report.self_check = false;
+  s.report.sut_command = s.sut->command;
+  s.report.sut_timeout = s.sut->timeout_text;
 }
 
 // Ctrl-C ends the campaign at a case boundary with a report of what ran; a
@@ -358,6 +388,19 @@ int run_check_on_fibers(const CommandContext& context) {
   if (!values) return kExitOk;
   take_all(*values, raw);
   CheckSettings s = settle(raw);
+  // The SUT processes live as long as the campaign (and its shrinking).
+  std::unique_ptr<properties::SutStep> sut;
+  if (s.sut) {
+    sut = start_sut(*s.sut, s.campaign.jobs);
+    s.campaign.external = sut.get();
+    s.campaign.limits.restriction = sut->restriction();
+    for (const std::string& option : s.report.restrict_options) {
+      apply_restrict_option("check", option, s.campaign.limits.restriction);
+    }
+    s.report.sut_name = sut->handshake().name;
+    s.report.restricted_axes = properties::restricted_axes(s.campaign.limits.restriction,
+                                                           parse_limits("check", s.report.limits));
+  }
   properties::CampaignReport report = s.report;
   report.program = std::string(context.program);
   report.result = run(s, context.err);
@@ -375,7 +418,7 @@ const RegisterCommand kCheck{
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
      "[--mutant NAME] [--format human|json|junit] [--report FILE]... [--self-check] "
-     "[--before-after] [--backend fiber|mpi]",
+     "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};
 
 }  // namespace

@@ -16,6 +16,8 @@
 // next to cases) are not case files and are skipped.
 #include <algorithm>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -29,8 +31,10 @@
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
 #include "properties/properties.hpp"
+#include "properties/sut_step.hpp"
 #include "step/mutants.hpp"
 #include "step/run_case.hpp"
+#include "sut/protocol.hpp"
 
 namespace infonce::cli {
 namespace {
@@ -40,6 +44,7 @@ namespace fs = std::filesystem;
 struct Outcome {
   bool passed = false;
   std::string why;  // one line
+  bool skipped = false;  // --sut: outside what the SUT supports
 };
 
 std::string short_number(double value) {
@@ -134,6 +139,39 @@ Outcome replay_case_file(const fs::path& path) {
   }
 }
 
+// --sut: the case through the SUT. A case with `expect` passes when the SUT
+// meets it; any other case when every property of an external step holds,
+// whatever its found record says (the SUT is on trial, not a mutant).
+Outcome replay_on_sut(const fs::path& path, properties::SutStep& sut) {
+  try {
+    const Case c = read_case_file(path);
+    if (const auto axis = sut::outside_supports(c, sut.handshake().supports)) {
+      return {false, "outside what the SUT supports: " + *axis, true};
+    }
+    const properties::CaseVerdict verdict = sut.check(c, 0);
+    if (verdict.discarded) return {false, "the reference rejects the case: " + verdict.discard_reason};
+    const bool ran = std::none_of(
+        verdict.failures.begin(), verdict.failures.end(),
+        [](const properties::PropertyFailure& f) { return f.property == properties::kNoCrash; });
+    // A case with `expect` claims a result (e.g. the trainer before the fix
+    // on real DDP): the SUT must reproduce it, not the reference.
+    if (ran && verdict.report.expect) {
+      const step::ExpectCheck& expect = *verdict.report.expect;
+      const std::string errors = "loss error " + short_number(expect.loss_error) +
+                                 ", grad error " + short_number(expect.grad_error);
+      return {expect.met, (expect.met ? "the SUT meets expect (" : "the SUT does NOT meet expect (") +
+                              errors + ")"};
+    }
+    if (!verdict.failures.empty()) {
+      return {false, "the SUT fails " + failed_properties(verdict) + ": " +
+                         verdict.failures.front().detail};
+    }
+    return {true, "every property held on the SUT"};
+  } catch (const InputError& e) {
+    return {false, std::string("invalid: ") + e.what()};
+  }
+}
+
 // A JSON file is a case file when its top level has "format" (a broken case
 // file still counts, and fails); anything unparseable also counts.
 bool is_case_file(const fs::path& path) {
@@ -153,8 +191,16 @@ std::string one_line(std::string text) {
 
 int run_corpus_replay(const CommandContext& context) {
   po::options_description options("options");
+  add_sut_options(options);
   const auto values = parse_options_and_words(context, options, "dir", 1);
   if (!values) return kExitOk;
+  std::optional<std::string> sut_command, sut_timeout;
+  if (values->count("sut")) sut_command = (*values)["sut"].as<std::string>();
+  if (values->count("sut-timeout")) sut_timeout = (*values)["sut-timeout"].as<std::string>();
+  const SutChoice sut_choice = parse_sut("corpus replay", sut_command, sut_timeout);
+  if (values->count("restrict")) {
+    throw UsageError("corpus replay: --restrict narrows generation (check, replay --seed), not files");
+  }
   const fs::path dir =
       values->count("dir") ? (*values)["dir"].as<std::vector<std::string>>().front() : "corpus";
   std::error_code error;
@@ -179,14 +225,18 @@ int run_corpus_replay(const CommandContext& context) {
     if (is_case_file(file)) cases.push_back(file);
   }
   if (cases.empty()) throw UsageError("corpus replay: " + dir.string() + ": no case file found");
-  std::int64_t passed = 0, failed = 0;
+  const std::unique_ptr<properties::SutStep> sut =
+      sut_choice.command.empty() ? nullptr : start_sut(sut_choice, 1);
+  if (sut) context.out << "sut: " << sut->handshake().name << "\n";
+  std::int64_t passed = 0, failed = 0, outside = 0;
   for (const fs::path& file : cases) {
-    const Outcome outcome = replay_case_file(file);
-    (outcome.passed ? passed : failed)++;
-    context.out << (outcome.passed ? "PASS  " : "FAIL  ") << file.string() << "  "
-                << one_line(outcome.why) << "\n";
+    const Outcome outcome = sut ? replay_on_sut(file, *sut) : replay_case_file(file);
+    (outcome.skipped ? outside : outcome.passed ? passed : failed)++;
+    context.out << (outcome.skipped ? "SKIP  " : outcome.passed ? "PASS  " : "FAIL  ")
+                << file.string() << "  " << one_line(outcome.why) << "\n";
   }
   context.out << passed << " passed, " << failed << " failed";
+  if (sut) context.out << ", " << outside << " outside what the SUT supports";
   const std::size_t skipped = files.size() - cases.size();
   if (skipped > 0) context.out << " (" << skipped << " JSON files without \"format\" skipped)";
   context.out << "\n";
@@ -194,7 +244,7 @@ int run_corpus_replay(const CommandContext& context) {
 }
 
 const RegisterCommand kCorpusReplay{
-    {"corpus replay", "[DIR]",
+    {"corpus replay", "[DIR] [--sut CMD [--sut-timeout S]]",
      "replay every case file under DIR (default corpus/ in the working directory): expect, "
      "recorded mutants, or run",
      run_corpus_replay}};

@@ -8,6 +8,8 @@
 //       checks a case file (e.g. a corpus entry) against every property, under
 //       the mutant its `found` record names unless --mutant says otherwise.
 // Exit 1 when the case fails (the failure is reproduced), 0 when it passes.
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -17,7 +19,9 @@
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
 #include "properties/campaign_report.hpp"
+#include "properties/sut_step.hpp"
 #include "step/mutants.hpp"
+#include "sut/protocol.hpp"
 
 namespace infonce::cli {
 namespace {
@@ -40,7 +44,19 @@ struct RawOptions {
   bool given_seed = false, given_index = false, given_limits = false, given_corpus_dir = false;
   bool no_corpus = false;
   std::vector<std::string> files;
+  std::optional<std::string> sut, sut_timeout;
+  std::vector<std::string> restrict;
 };
+
+// The SUT the options name (nullptr: none), with one process.
+std::unique_ptr<properties::SutStep> start_replay_sut(const RawOptions& raw) {
+  const SutChoice choice = parse_sut("replay", raw.sut, raw.sut_timeout);
+  if (choice.command.empty()) return nullptr;
+  if (!raw.mutant.empty()) {
+    throw UsageError("replay: --mutant changes the harness's own step, not a --sut");
+  }
+  return start_sut(choice, 1);
+}
 
 int replay_generated(const CommandContext& context, const RawOptions& raw) {
   if (!raw.given_seed || !raw.given_index) {
@@ -61,10 +77,21 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
   const std::string corpus_dir = raw.corpus_dir.empty() ? kDefaultCorpusFoundDir : raw.corpus_dir;
   if (!raw.no_corpus) check_writable_dir("replay", "--corpus-dir", corpus_dir);
 
+  const std::unique_ptr<properties::SutStep> sut = start_replay_sut(raw);
+  if (sut) {
+    options.external = sut.get();
+    options.limits.restriction = sut->restriction();
+    for (const std::string& option : raw.restrict) {
+      apply_restrict_option("replay", option, options.limits.restriction);
+    }
+  } else if (!raw.restrict.empty()) {
+    throw UsageError("replay: --restrict needs --sut CMD");
+  }
   const properties::CaseReplay replay = properties::replay_case(options, index);
   context.out << "replay: seed " << seed.seed << ", case " << index << ", mutant "
-              << (options.mutant ? std::string(options.mutant->name) : "none") << "\n"
-              << "  case:     " << properties::describe(replay.spec) << "\n";
+              << (options.mutant ? std::string(options.mutant->name) : "none") << "\n";
+  if (sut) context.out << "  sut:      " << sut->handshake().name << "\n";
+  context.out << "  case:     " << properties::describe(replay.spec) << "\n";
   if (replay.verdict.discarded) {
     context.out << "DISCARDED: the reference rejects this case (" << replay.verdict.discard_reason
                 << "); the campaign skips it\n";
@@ -79,6 +106,12 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
   report.seed = seed.seed;
   report.mutant = options.mutant ? std::string(options.mutant->name) : "";
   report.limits = raw.limits;
+  if (sut) {
+    report.sut_command = *raw.sut;
+    report.sut_name = sut->handshake().name;
+    report.sut_timeout = raw.sut_timeout.value_or("");
+    report.restrict_options = raw.restrict;
+  }
   report.result.failure = replay.failure;
   auto& failure = *report.result.failure;
   Finding found;
@@ -94,15 +127,47 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
   return kExitCheckFailed;
 }
 
+void print_failures(std::ostream& out, const properties::CaseVerdict& verdict) {
+  for (const auto& f : verdict.failures) out << "  " << f.property << ": " << f.detail << "\n";
+}
+
+// A case file through the SUT: every property of an external step.
+int replay_file_on_sut(const CommandContext& context, const std::string& path, const Case& c,
+                       properties::SutStep& sut) {
+  if (const auto axis = sut::outside_supports(c, sut.handshake().supports)) {
+    throw InputError(path + ": the SUT cannot run this case (" + *axis + ", per its handshake)");
+  }
+  context.out << "replay: " << path << "\n  sut:      " << sut.handshake().name << "\n";
+  const properties::CaseVerdict verdict = sut.check(c, 0);
+  if (verdict.discarded) {
+    throw InputError(path + ": the reference rejects the case: " + verdict.discard_reason);
+  }
+  print_failures(context.out, verdict);
+  const bool expect_met = !verdict.report.expect || verdict.report.expect->met;
+  if (!expect_met) context.out << "  expect:   NOT met by the SUT's step\n";
+  if (verdict.failures.empty() && expect_met) {
+    context.out << "PASSED: every property held on this case\n";
+    return kExitOk;
+  }
+  context.out << "FAILED on this case\n";
+  return kExitCheckFailed;
+}
+
 int replay_file(const CommandContext& context, const RawOptions& raw) {
   if (raw.given_seed || raw.given_index || raw.given_limits || raw.given_corpus_dir ||
       raw.no_corpus) {
     throw UsageError(
-        "replay: a case FILE takes only --mutant (--seed, --case-index, --limits "
+        "replay: a case FILE takes only --mutant or --sut (--seed, --case-index, --limits "
         "and the corpus options regenerate a case instead)");
+  }
+  if (!raw.restrict.empty()) {
+    throw UsageError("replay: --restrict narrows generation (--seed, --case-index), not a FILE");
   }
   const std::string& path = raw.files.front();
   const Case c = read_case_file(path);
+  if (const std::unique_ptr<properties::SutStep> sut = start_replay_sut(raw)) {
+    return replay_file_on_sut(context, path, c, *sut);
+  }
   const step::Mutant* mutant = nullptr;
   std::string mutant_origin;
   if (!raw.mutant.empty()) {
@@ -153,12 +218,16 @@ int run_replay(const CommandContext& context) {
       "corpus-dir", po::value(&raw.corpus_dir)->value_name("DIR"),
       "where the shrunk case is saved (default corpus/found, relative to the working directory)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk case");
+  add_sut_options(options);
   const auto values = parse_options_and_words(context, options, "file", 1);
   if (!values) return kExitOk;
   raw.given_seed = values->count("seed") > 0;
   raw.given_index = values->count("case-index") > 0;
   raw.given_limits = values->count("limits") > 0;
   raw.given_corpus_dir = values->count("corpus-dir") > 0;
+  if (values->count("sut")) raw.sut = (*values)["sut"].as<std::string>();
+  if (values->count("sut-timeout")) raw.sut_timeout = (*values)["sut-timeout"].as<std::string>();
+  if (values->count("restrict")) raw.restrict = (*values)["restrict"].as<std::vector<std::string>>();
   if (values->count("file")) {
     raw.files = (*values)["file"].as<std::vector<std::string>>();
     return replay_file(context, raw);
@@ -167,7 +236,9 @@ int run_replay(const CommandContext& context) {
 }
 
 const RegisterCommand kReplay{
-    {"replay", "--seed SEED --case-index I [--mutant NAME] [--limits L] | FILE [--mutant NAME]",
+    {"replay",
+     "--seed SEED --case-index I [--mutant NAME] [--limits L] | FILE [--mutant NAME] "
+     "[--sut CMD [--sut-timeout S]]",
      "reproduce a campaign's failure exactly: regenerate and shrink case I, or check a case file",
      run_replay}};
 

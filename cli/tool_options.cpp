@@ -373,4 +373,98 @@ void record_failure(const CampaignSettings& s, properties::CampaignReport& repor
   }
 }
 
+void add_sut_options(po::options_description& options) {
+  options.add_options()("sut", po::value<std::string>()->value_name("CMD"),
+                        "run every step in an external system under test: /bin/sh -c CMD "
+                        "speaking infonce-sut/1 (docs/sut-protocol.md)")(
+      "sut-timeout", po::value<std::string>()->value_name("DURATION"),
+      "how long the SUT may take for its handshake or one response (default 60s)")(
+      "restrict", po::value<std::vector<std::string>>()->value_name("AXIS=VALUE"),
+      "with --sut: generate less than the handshake allows, e.g. hard_negatives=false, "
+      "max_world=4 (repeatable)");
+}
+
+SutChoice parse_sut(std::string_view command, const std::optional<std::string>& sut,
+                    const std::optional<std::string>& timeout) {
+  SutChoice choice;
+  if (!sut) {
+    if (timeout) usage(command, "--sut-timeout", "needs --sut CMD");
+    return choice;
+  }
+  if (sut->find_first_not_of(" \t") == std::string::npos) {
+    usage(command, "--sut", "must be a command, not an empty string");
+  }
+  choice.command = *sut;
+  choice.timeout_seconds = sut::kDefaultTimeoutSeconds;
+  if (timeout) {
+    // A bare number is seconds, as in the protocol's documentation.
+    const bool digits = !timeout->empty() && all_of(*timeout, isdigit);
+    try {
+      choice.timeout_seconds = parse_duration_seconds(command, digits ? *timeout + "s" : *timeout);
+    } catch (const UsageError&) {
+      usage(command, "--sut-timeout",
+            "must be a duration such as 2s, 90s or 5m (or whole seconds), not " + shown(*timeout));
+    }
+    choice.timeout_text = *timeout;
+  }
+  return choice;
+}
+
+std::unique_ptr<properties::SutStep> start_sut(const SutChoice& sut, std::int32_t jobs) {
+  return std::make_unique<properties::SutStep>(sut.command, sut.timeout_seconds, jobs);
+}
+
+namespace {
+
+void narrow_flag(std::string_view command, const std::string& text, const std::string& value,
+                 std::optional<bool>& allowed) {
+  if (value != "true" && value != "false") usage(command, "--restrict", shown(text) + ": expected true or false");
+  const bool flag = value == "true";
+  if (allowed && *allowed != flag) {
+    usage(command, "--restrict", shown(text) + ": the SUT's handshake allows only " +
+                                     (*allowed ? "true" : "false"));
+  }
+  allowed = flag;
+}
+
+void switch_off(std::string_view command, const std::string& text, const std::string& value,
+                bool& allowed) {
+  if (value != "false") usage(command, "--restrict", shown(text) + ": only false narrows this axis");
+  allowed = false;
+}
+
+void narrow_limit(std::string_view command, const std::string& text, const std::string& value,
+                  std::int32_t& limit) {
+  const auto n = all_of(value, isdigit) ? parse_u64(value, 10) : std::nullopt;
+  if (!n || *n == 0 || *n > 65536) usage(command, "--restrict", shown(text) + ": expected a number from 1 to 65536");
+  limit = std::min(limit, static_cast<std::int32_t>(*n));
+}
+
+}  // namespace
+
+void apply_restrict_option(std::string_view command, const std::string& text,
+                           properties::Restriction& r) {
+  const std::size_t equals = text.find('=');
+  const std::string axis = text.substr(0, equals);
+  const std::string value = equals == std::string::npos ? "" : text.substr(equals + 1);
+  if (axis == "use_batch") return narrow_flag(command, text, value, r.use_batch);
+  if (axis == "accumulation_normalize") return narrow_flag(command, text, value, r.accumulation_normalize);
+  if (axis == "hard_negatives") return switch_off(command, text, value, r.hard_negatives);
+  if (axis == "mask_fake_negative") return switch_off(command, text, value, r.mask_fake_negative);
+  if (axis == "include_qq") return switch_off(command, text, value, r.include_qq);
+  if (axis == "include_dd") return switch_off(command, text, value, r.include_dd);
+  if (axis == "max_world") return narrow_limit(command, text, value, r.max_world);
+  if (axis == "max_replicas") return narrow_limit(command, text, value, r.max_replicas);
+  if (axis == "min_dim") {
+    std::int32_t at_most = 4096;
+    narrow_limit(command, text, value, at_most);
+    r.min_dim = std::max(r.min_dim, at_most);
+    return;
+  }
+  usage(command, "--restrict",
+        shown(text) + " is not AXIS=VALUE with AXIS one of use_batch, accumulation_normalize, "
+                      "hard_negatives, mask_fake_negative, include_qq, include_dd, max_world, "
+                      "max_replicas, min_dim");
+}
+
 }  // namespace infonce::cli

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "cli/command.hpp"
 #include "properties/campaign.hpp"
 #include "properties/campaign_report.hpp"
+#include "properties/sut_step.hpp"
 
 namespace infonce::cli {
 
@@ -74,6 +76,24 @@ using properties::kDefaultCorpusFoundDir;
 
 // Writes a campaign report to standard output in the chosen format.
 void print_report(std::ostream& out, OutputFormat format, const properties::CampaignReport& report);
+
+// --sut CMD [--sut-timeout S]: an external system under test (docs/sut-protocol.md).
+struct SutChoice {
+  std::string command;
+  double timeout_seconds = 60;
+  std::string timeout_text;  // as given; "" for the default
+};
+void add_sut_options(boost::program_options::options_description& options);
+SutChoice parse_sut(std::string_view command, const std::optional<std::string>& sut,
+                    const std::optional<std::string>& timeout);
+// --restrict AXIS=VALUE: narrows what is generated for the SUT beyond its
+// handshake (hard_negatives=false, use_batch=true|false, mask_fake_negative=false,
+// include_qq=false, include_dd=false, accumulation_normalize=true|false,
+// max_world=N, max_replicas=N, min_dim=N). A value the handshake excludes is a UsageError.
+void apply_restrict_option(std::string_view command, const std::string& text,
+                           properties::Restriction& restriction);
+// Starts `jobs` SUT processes and reads their handshakes (InputError: exit 2).
+std::unique_ptr<properties::SutStep> start_sut(const SutChoice& sut, std::int32_t jobs);
 
 // A campaign as `check` and `check-mpi` settle it from their options.
 struct CampaignSettings {

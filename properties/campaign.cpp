@@ -53,10 +53,10 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
     ++result.discarded;
     return;
   }
-  for (const char* p :
-       {kGradientMatches, kScheduleIndependent, kEqualLoss, kPaddingSkipsPositive, kNoCrash}) {
+  for (const char* p : {kGradientMatches, kEqualLoss, kPaddingSkipsPositive, kNoCrash}) {
     ++result.property_checks[p];
   }
+  if (verdict.schedule_checked) ++result.property_checks[kScheduleIndependent];
   if (verdict.uncompensated_checked) ++result.property_checks[kUncompensatedRatio];
   if (verdict.code_paths_checked) ++result.property_checks[kCodePathsAgree];
   // A step that threw has no error to show.
@@ -72,6 +72,19 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
 
 PropertyOptions property_options_of(const CampaignOptions& options) {
   return {options.mutant, campaign_schedule_seed(options.seed)};
+}
+
+// The case a spec stands for, as the step at hand runs it.
+Case case_of(const CaseSpec& spec, const CampaignOptions& options) {
+  Case c = build_case(spec);
+  return options.external ? options.external->adapt(std::move(c)) : c;
+}
+
+// The verdict of a spec, checked on worker `job`.
+CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std::int32_t job) {
+  const Case c = case_of(spec, options);
+  return options.external ? options.external->check(c, job)
+                          : check_case(c, property_options_of(options));
 }
 
 // --- the self-check
@@ -208,10 +221,13 @@ std::vector<Candidate> next_candidates(rc::Seq<rc::Shrinkable<CaseSpec>>& sequen
   return batch;
 }
 
+// Candidate i runs on worker i (a batch holds at most `jobs` candidates).
 std::vector<CaseVerdict> check_all(const std::vector<Candidate>& batch,
-                                   const PropertyOptions& options) {
+                                   const CampaignOptions& options) {
   std::vector<CaseVerdict> verdicts(batch.size());
-  auto check = [&](std::size_t i) { verdicts[i] = check_case(build_case(batch[i].spec), options); };
+  auto check = [&](std::size_t i) {
+    verdicts[i] = verdict_of(batch[i].spec, options, static_cast<std::int32_t>(i));
+  };
   std::vector<std::jthread> helpers;
   for (std::size_t i = 1; i < batch.size(); ++i) helpers.emplace_back(check, i);
   if (!batch.empty()) check(0);
@@ -229,15 +245,14 @@ struct BlockWork {
 
 class Campaign {
  public:
-  explicit Campaign(const CampaignOptions& options)
-      : options_(options), property_options_(property_options_of(options)) {}
+  explicit Campaign(const CampaignOptions& options) : options_(options) {}
 
   CampaignResult run() {
     const std::int32_t jobs = std::max(1, options_.jobs);
     {
       std::vector<std::jthread> workers;
-      for (std::int32_t j = 1; j < jobs; ++j) workers.emplace_back([this] { guarded_work(); });
-      guarded_work();
+      for (std::int32_t j = 1; j < jobs; ++j) workers.emplace_back([this, j] { guarded_work(j); });
+      guarded_work(0);
     }
     if (error_) std::rethrow_exception(error_);
     return assemble();
@@ -257,9 +272,9 @@ class Campaign {
 
   // An exception ends every worker and is rethrown on the calling thread,
   // as the sequential loop would have thrown it.
-  void guarded_work() {
+  void guarded_work(std::int32_t job) {
     try {
-      work();
+      work(job);
     } catch (...) {
       std::lock_guard lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -267,14 +282,14 @@ class Campaign {
     }
   }
 
-  void work() {
+  void work(std::int32_t job) {
     while (!stopping_.load()) {
       const std::int64_t slot = next_slot_.fetch_add(1);
       const std::int64_t block = block_of_slot(options_.shard, slot);
       if (block < 0 || block > (options_.cases - 1) / kBlockCases) return;
       // Later slots hold later blocks: none is needed after a failure.
       if (block * kBlockCases > failure_min_.load()) return;
-      BlockWork done = run_block(block);
+      BlockWork done = run_block(block, job);
       std::lock_guard lock(mutex_);
       cases_done_ += done.record.tally.cases_run;
       if (options_.on_progress) {
@@ -313,7 +328,7 @@ class Campaign {
     if (options_.keep_blocks) result.blocks.push_back(record);
   }
 
-  BlockWork run_block(std::int64_t block) {
+  BlockWork run_block(std::int64_t block, std::int32_t job) {
     BlockWork work;
     work.record.block = block;
     const std::int64_t first = block * kBlockCases;
@@ -329,15 +344,15 @@ class Campaign {
         work.truncated = true;
         break;
       }
-      if (check_one(index, work)) break;
+      if (check_one(index, job, work)) break;
     }
     return work;
   }
 
   // Checks case `index` into the block; true if it failed.
-  bool check_one(std::int64_t index, BlockWork& work) {
+  bool check_one(std::int64_t index, std::int32_t job, BlockWork& work) {
     const CaseSpec spec = generate_spec(options_.seed, index, options_.limits);
-    const CaseVerdict verdict = check_case(build_case(spec), property_options_);
+    const CaseVerdict verdict = verdict_of(spec, options_, job);
     tally(verdict, spec, work.record.tally);
     if (options_.self_check && index % std::max<std::int64_t>(1, options_.self_check_every) == 0) {
       ++work.record.tally.self_checked;
@@ -398,7 +413,6 @@ class Campaign {
   }
 
   const CampaignOptions& options_;
-  const PropertyOptions property_options_;
   std::atomic<std::int64_t> next_slot_{0};
   std::atomic<std::int64_t> failure_min_{kNoFailure};
   std::atomic<bool> stopping_{false};
@@ -540,7 +554,6 @@ void add_coverage(const CaseSpec& spec, Coverage& coverage) {
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,
                                const CaseVerdict& verdict, const CampaignOptions& options) {
   const std::string property = verdict.failures.front().property;
-  const PropertyOptions property_options = property_options_of(options);
   const std::int32_t jobs = std::max(1, options.jobs);
   CampaignFailure failure;
   failure.case_index = index;
@@ -563,7 +576,7 @@ CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec
       const auto batch =
           next_candidates(candidates, std::min(jobs, options.max_shrink_evaluations - evaluations));
       if (batch.empty()) break;
-      const auto verdicts = check_all(batch, property_options);
+      const auto verdicts = check_all(batch, options);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         ++evaluations;
         if (!verdicts[i].discarded && has_property(verdicts[i], property)) {
@@ -577,7 +590,7 @@ CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec
       }
     }
   }
-  failure.shrunk_case = build_case(failure.shrunk);
+  failure.shrunk_case = case_of(failure.shrunk, options);
   failure.failures = current_verdict.failures;
   failure.report = current_verdict.report;
   return failure;
@@ -591,7 +604,7 @@ CaseReplay replay_case(const CampaignOptions& options, std::int64_t index) {
     replay.spec = generated.value();
     return generated;
   }();
-  replay.verdict = check_case(build_case(replay.spec), property_options_of(options));
+  replay.verdict = verdict_of(replay.spec, options, 0);
   if (failed(replay.verdict)) {
     replay.failure = shrink_failure(index, shrinkable, replay.verdict, options);
   }
@@ -611,6 +624,8 @@ CampaignResult run_campaign(const CampaignOptions& options) {
   INFONCE_ASSERT(options.cases >= 1);
   // Without a case budget only a stop request (or a failure) ends it.
   INFONCE_ASSERT(options.cases != kUnboundedCases || options.stop_requested);
+  // The self-check reruns the harness's own step; an external one has none.
+  INFONCE_ASSERT(!options.self_check || options.external == nullptr);
   return Campaign(options).run();
 }
 

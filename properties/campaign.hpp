@@ -24,6 +24,7 @@
 #include <rapidcheck.h>
 
 #include "properties/case_spec.hpp"
+#include "properties/external_step.hpp"
 #include "properties/generators.hpp"
 #include "properties/properties.hpp"
 
@@ -135,6 +136,9 @@ struct CampaignOptions {
   bool self_check = false;
   std::int64_t self_check_every = 16;
   bool keep_blocks = false;  // keep per-block records (a shard's report needs them)
+  // Not null: every case's step runs there (check --sut), with `jobs`
+  // workers of its own; generation, shrinking and tallies stay the same.
+  ExternalStep* external = nullptr;
 };
 
 struct CampaignFailure {

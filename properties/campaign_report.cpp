@@ -396,6 +396,7 @@ void require_same(const CampaignReport& a, const CampaignReport& b) {
   if (a.time_budget != b.time_budget) differ("time budget");
   if (a.self_check != b.self_check) differ("self-check");
   if (a.shards.count != b.shards.count) differ("shard count");
+  if (a.sut_command != b.sut_command || a.sut_name != b.sut_name) differ("SUT");
 }
 
 }  // namespace
@@ -439,6 +440,13 @@ std::vector<std::string> reproduce_commands(const CampaignReport& report) {
                        std::to_string(report.result.failure->case_index);
   if (!report.mutant.empty()) replay += " --mutant " + report.mutant;
   if (report.limits != "default") replay += " --limits " + report.limits;
+  std::string sut;
+  if (!report.sut_command.empty()) sut = " --sut " + shell_word(report.sut_command);
+  if (!report.sut_timeout.empty()) sut += " --sut-timeout " + shell_word(report.sut_timeout);
+  for (const std::string& option : report.restrict_options) {
+    replay += " --restrict " + shell_word(option);
+  }
+  replay += sut;
   // The replay saves the case where the campaign did: the same file, the same output.
   const std::string saved_dir = std::filesystem::path(report.saved_case).parent_path().string();
   if (report.saved_case.empty()) {
@@ -448,7 +456,7 @@ std::vector<std::string> reproduce_commands(const CampaignReport& report) {
   }
   commands.push_back(replay);
   if (!report.saved_case.empty())
-    commands.push_back(shell_word(report.program) + " replay " + shell_word(report.saved_case));
+    commands.push_back(shell_word(report.program) + " replay " + shell_word(report.saved_case) + sut);
   return commands;
 }
 
@@ -471,6 +479,13 @@ std::string report_to_json(const CampaignReport& report) {
   out["tally"] = tally_json(r);
   out["divergence"] = divergence_json(r.divergence);
   out["failure"] = r.failure ? failure_json(report) : Json();
+  if (!report.sut_command.empty()) {  // only with --sut: other reports keep their bytes
+    out["sut"] = {{"command", report.sut_command},
+                  {"name", report.sut_name},
+                  {"timeout", report.sut_timeout.empty() ? Json() : Json(report.sut_timeout)},
+                  {"restricted_axes", report.restricted_axes},
+                  {"restrict", report.restrict_options}};
+  }
   if (!report.shards.whole()) {
     Json blocks = Json::array();
     for (const BlockRecord& block : r.blocks) blocks.push_back(block_json(block));
@@ -528,6 +543,22 @@ CampaignReport report_from_json(std::string_view text) {
   read_tally(at("tally"), "tally", report.result);
   report.result.divergence = read_divergence(at("divergence"), "divergence");
   if (!at("failure").is_null()) read_failure(at("failure"), report);
+  if (const auto sut = document.find("sut"); sut != document.end()) {
+    report.sut_command = read_string(member(*sut, "sut", "command"), "sut.command");
+    report.sut_name = read_string(member(*sut, "sut", "name"), "sut.name");
+    const Json& timeout = member(*sut, "sut", "timeout");
+    if (!timeout.is_null()) report.sut_timeout = read_string(timeout, "sut.timeout");
+    const Json& axes = member(*sut, "sut", "restricted_axes");
+    if (!axes.is_array()) bad("sut.restricted_axes", "expected an array of strings");
+    for (const Json& axis : axes) {
+      report.restricted_axes.push_back(read_string(axis, "sut.restricted_axes"));
+    }
+    const Json& restrict = member(*sut, "sut", "restrict");
+    if (!restrict.is_array()) bad("sut.restrict", "expected an array of strings");
+    for (const Json& option : restrict) {
+      report.restrict_options.push_back(read_string(option, "sut.restrict"));
+    }
+  }
   if (!report.shards.whole()) {
     report.result.blocks = read_blocks(at("blocks"));
     const auto& indices = report.shards.indices;

@@ -45,6 +45,13 @@ struct CampaignReport {
   // (argv[0], e.g. build/infonce-sim), so they run as printed. Not stored
   // in the JSON report's fields; a merge prints its own invocation's.
   std::string program = "infonce-sim";
+  // check --sut: the command as given, the name its handshake gave, the
+  // --sut-timeout as given ("": the default) and the restricted axes.
+  std::string sut_command;
+  std::string sut_name;
+  std::string sut_timeout;
+  std::vector<std::string> restricted_axes;
+  std::vector<std::string> restrict_options;  // --restrict AXIS=VALUE, as given
 
   bool passed() const { return !result.failure && !result.divergence; }
 };

@@ -98,7 +98,17 @@ GeneratorLimits typical_limits() {
 }
 
 rc::Gen<CaseSpec> case_spec_gen(const GeneratorLimits& limits) {
-  return rc::gen::exec([limits] { return generate(limits); });
+  if (limits.restriction == Restriction{}) {
+    return rc::gen::exec([limits] { return generate(limits); });
+  }
+  // A restricted distribution: the mesh is drawn within the SUT's largest
+  // world, then every spec (and every shrink of it) is mapped into the rest.
+  GeneratorLimits inner = limits;
+  inner.max_world = std::min(limits.max_world, limits.restriction.max_world);
+  return rc::gen::map(rc::gen::exec([inner] { return generate(inner); }),
+                      [restriction = limits.restriction](CaseSpec spec) {
+                        return restrict_spec(std::move(spec), restriction);
+                      });
 }
 
 }  // namespace infonce::properties

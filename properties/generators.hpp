@@ -9,6 +9,7 @@
 #include <rapidcheck.h>
 
 #include "properties/case_spec.hpp"
+#include "properties/restriction.hpp"
 
 namespace infonce::properties {
 
@@ -18,6 +19,8 @@ struct GeneratorLimits {
   std::int32_t max_negatives = 4;  // per group
   std::int32_t max_dim = 8;        // F and D
   std::int32_t max_accumulation = 3;
+  // What an external SUT can run (check --sut); the default restricts nothing.
+  Restriction restriction{};
 };
 
 // The default distribution: world up to 64, P any divisor.

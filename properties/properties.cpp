@@ -85,6 +85,13 @@ void check_uncompensated(const Case& c, const step::DistributedSetup& setup,
   const step::DistributedResult result = step::run_on_fibers(uncompensated, setup.variant, options);
   const Matrix<double> grad =
       Eigen::Map<const Matrix<double>>(result.grads[0].data(), c.embedding_dim(), c.feature_dim());
+  check_uncompensated_gradient(c, grad, reference, verdict);
+}
+
+}  // namespace
+
+void check_uncompensated_gradient(const Case& c, const Matrix<double>& grad,
+                                  const step::ReferenceValues& reference, CaseVerdict& verdict) {
   const Matrix<double> expected = reference.grad / static_cast<double>(c.mesh.dp);
   const step::Tolerance t = step::tolerance_for(c.scalar);
   const double scale = std::max(max_abs(expected), max_abs(reference.grad_magnitude)) / c.mesh.dp;
@@ -95,6 +102,8 @@ void check_uncompensated(const Case& c, const step::DistributedSetup& setup,
   verdict.failures.push_back({kUncompensatedRatio, "ratio " + format(ratio) + ", expected 1/" +
                                                        std::to_string(c.mesh.dp)});
 }
+
+namespace {
 
 // Property 3 on micro-step 0: the union (use_batch) or shard 0, both code paths.
 template <class Scalar>
@@ -195,6 +204,12 @@ CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
     verdict.failures.push_back({kNoCrash, e.what()});
   }
   return verdict;
+}
+
+void check_reported_step(const step::CaseReport& report, CaseVerdict& verdict) {
+  check_rank_agreement(report, verdict);
+  check_padding(report, verdict);
+  check_reference_agreement(report, verdict);
 }
 
 }  // namespace infonce::properties

@@ -35,6 +35,7 @@ struct CaseVerdict {
   step::CaseReport report;      // the compensated run (under the mutant, if any)
   bool uncompensated_checked = false;
   bool code_paths_checked = false;
+  bool schedule_checked = true;  // false for an external step (no schedule of ours to vary)
 };
 
 struct PropertyOptions {
@@ -43,5 +44,12 @@ struct PropertyOptions {
 };
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options);
+
+// The properties judged from a step's reported values alone (an external
+// step's): every rank's loss agrees, no padded positive, the reference matches.
+void check_reported_step(const step::CaseReport& report, CaseVerdict& verdict);
+// Property 2 on a gradient obtained with compensate false.
+void check_uncompensated_gradient(const Case& c, const Matrix<double>& grad,
+                                  const step::ReferenceValues& reference, CaseVerdict& verdict);
 
 }  // namespace infonce::properties

@@ -21,6 +21,12 @@ void write_header(std::ostream& out, const CampaignReport& report) {
       << " discarded), mutant " << (report.mutant.empty() ? "none" : report.mutant) << "\n";
   if (!report.seed_source.empty()) out << "  seed from " << report.seed_source << "\n";
   if (report.limits != "default") out << "  limits " << report.limits << "\n";
+  if (!report.sut_command.empty()) {
+    out << "  sut: " << report.sut_name << " (--sut " << shell_word(report.sut_command) << ")\n";
+    for (const std::string& axis : report.restricted_axes) {
+      out << "    restricted: " << axis << "\n";
+    }
+  }
   if (!report.shards.whole()) {
     out << "  shard " << shard_text(report.shards) << " (block b of " << kBlockCases
         << " cases when b % " << report.shards.count << " is the shard): covered";

@@ -1,0 +1,196 @@
+#include "properties/sut_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <thread>
+
+#include "base/assert.hpp"
+#include "base/error.hpp"
+
+namespace infonce::properties {
+namespace {
+
+template <class T>
+bool has(const std::vector<T>& values, const T& value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+template <class T>
+std::optional<T> only(const std::vector<T>& values) {
+  INFONCE_ASSERT(!values.empty());
+  return values.size() == 1 ? std::optional<T>(values.front()) : std::nullopt;
+}
+
+// [micro][world rank] -> [micro][dp shard]: the draws of each shard's first
+// replica (world rank d * R), which the reference pads with.
+loss::RecordedDraws first_replica_draws(const loss::RecordedDraws& draws, const Mesh& mesh) {
+  loss::RecordedDraws out;
+  for (const auto& micro : draws) {
+    auto& shards = out.emplace_back();
+    for (std::int32_t d = 0; d < mesh.dp; ++d) {
+      shards.push_back(micro[static_cast<std::size_t>(d * mesh.replicas())]);
+    }
+  }
+  return out;
+}
+
+// Legacy padding takes row j + 1 of [q, p, n_1..n_k]: a draw j = 0 is the
+// positive. Fixed padding takes row j + 2, never the positive.
+std::int64_t padded_positives(const loss::RecordedDraws& draws, loss::Padding padding) {
+  if (padding != loss::Padding::legacy) return 0;
+  std::int64_t count = 0;
+  for (const auto& micro : draws) {
+    for (const auto& rank : micro) count += std::count(rank.begin(), rank.end(), 0);
+  }
+  return count;
+}
+
+// JSON has no infinity: a SUT reports a non-finite loss as null (NaN here),
+// which stands for the reference's value when that is not finite either.
+void read_null_losses(std::vector<double>& losses, const Case& c,
+                      const step::ReferenceValues& reference) {
+  for (std::size_t w = 0; w < losses.size(); ++w) {
+    const double expected = c.loss.use_batch ? reference.loss
+                                             : reference.shard_losses[static_cast<std::size_t>(
+                                                   c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    if (std::isnan(losses[w]) && !std::isfinite(expected)) losses[w] = expected;
+  }
+}
+
+std::vector<double> flat(const Matrix<double>& m) {
+  return {m.data(), m.data() + m.size()};
+}
+
+step::DistributedResult distributed_result(const sut::StepResult& r, const Case& c,
+                                           const step::ReferenceValues& reference) {
+  step::DistributedResult d;
+  d.losses = r.losses;
+  read_null_losses(d.losses, c, reference);
+  for (std::int32_t w = 0; w < c.mesh.world; ++w) {
+    d.grads.push_back(flat(r.grads ? (*r.grads)[static_cast<std::size_t>(w)] : r.grad));
+  }
+  // The harness reads rank 0's gradient as `grad`: the response's `grad`.
+  d.grads[0] = flat(r.grad);
+  if (r.padding_draws) d.padded_positives = padded_positives(*r.padding_draws, c.loss.padding);
+  return d;
+}
+
+}  // namespace
+
+Restriction restriction_of(const sut::Supports& s) {
+  if (!has(s.rng_modes, RngMode::synced)) {
+    throw InputError(
+        "--sut: handshake.supports.rng_modes: lacks \"synced\", which every generated case uses");
+  }
+  Restriction r;
+  r.use_batch = only(s.use_batch);
+  r.accumulation_normalize = only(s.accumulation_normalize);
+  r.reduction = only(s.reductions);
+  r.gather = only(s.gathers);
+  // float32 cases carry the extension key "dtype": only for a SUT that declares it.
+  r.scalar = s.declares("dtype") ? only(s.dtypes) : std::optional(ScalarType::float64);
+  if (r.scalar && !has(s.dtypes, *r.scalar)) {
+    throw InputError(
+        "--sut: handshake.supports.dtypes: float32 only, but \"dtype\" is not among its "
+        "extension_keys");
+  }
+  r.hard_negatives = s.hard_negatives;
+  r.mask_fake_negative = s.mask_fake_negative;
+  r.include_qq = s.include_qq;
+  r.include_dd = s.include_dd;
+  r.max_world = s.max_world;
+  r.max_replicas = s.max_replicas;
+  r.min_dim = s.min_dim;
+  r.padding = has(s.padding, loss::Padding::fixed) ? loss::Padding::fixed : loss::Padding::legacy;
+  return r;
+}
+
+CaseVerdict check_external_case(const Case& c, sut::Session& session) {
+  CaseVerdict verdict;
+  verdict.schedule_checked = false;
+  step::ReferenceValues reference;
+  try {
+    reference = step::compute_case_reference(c);
+  } catch (const InputError& e) {
+    verdict.discarded = true;
+    verdict.discard_reason = e.what();
+    return verdict;
+  }
+  const sut::StepOutcome outcome = session.run(c);
+  if (!outcome.result) {
+    verdict.failures.push_back({kNoCrash, outcome.failure});
+    return verdict;
+  }
+  const sut::StepResult& result = *outcome.result;
+  // The reference pads as the SUT did.
+  Case judged = c;
+  if (c.loss.hard_negatives && result.padding_draws) {
+    judged.padding_draws = first_replica_draws(*result.padding_draws, c.mesh);
+    try {
+      reference = step::compute_case_reference(judged);
+    } catch (const InputError& e) {
+      verdict.failures.push_back(
+          {kNoCrash, std::string("the SUT's padding draws do not fit the case: ") + e.what()});
+      return verdict;
+    }
+  }
+  verdict.report = step::evaluate(judged, distributed_result(result, judged, reference), reference);
+  check_reported_step(verdict.report, verdict);
+  const sut::Supports& supports = session.handshake().supports;
+  if (supports.compensate_false && c.loss.use_batch && c.reduction == Reduction::mean &&
+      c.mesh.dp >= 2) {
+    verdict.uncompensated_checked = true;
+    Case uncompensated = judged;
+    uncompensated.compensate = false;
+    const sut::StepOutcome before_fix = session.run(uncompensated);
+    if (!before_fix.result) {
+      verdict.failures.push_back({kNoCrash, "with compensate false: " + before_fix.failure});
+    } else {
+      check_uncompensated_gradient(judged, before_fix.result->grad, reference, verdict);
+    }
+  }
+  return verdict;
+}
+
+SutStep::SutStep(const std::string& command, double timeout_seconds, std::int32_t jobs) {
+  INFONCE_ASSERT(jobs >= 1);
+  // Started side by side: a torch SUT takes seconds to import.
+  std::vector<std::unique_ptr<sut::Session>> sessions(static_cast<std::size_t>(jobs));
+  std::vector<std::exception_ptr> errors(sessions.size());
+  {
+    std::vector<std::jthread> starters;
+    for (std::size_t j = 0; j < sessions.size(); ++j) {
+      starters.emplace_back([&, j] {
+        try {
+          sessions[j] = std::make_unique<sut::Session>(command, timeout_seconds);
+        } catch (...) {
+          errors[j] = std::current_exception();
+        }
+      });
+    }
+  }
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  for (const auto& session : sessions) {
+    if (session->handshake_line() != sessions.front()->handshake_line()) {
+      throw InputError("--sut: two SUT processes sent different handshakes (--jobs " +
+                       std::to_string(jobs) + ")");
+    }
+  }
+  sessions_ = std::move(sessions);
+  restriction_ = restriction_of(handshake().supports);
+}
+
+Case SutStep::adapt(Case c) const {
+  restrict_case(c, restriction_);
+  return c;
+}
+
+CaseVerdict SutStep::check(const Case& c, std::int32_t job) {
+  INFONCE_ASSERT(job >= 0 && job < static_cast<std::int32_t>(sessions_.size()));
+  return check_external_case(c, *sessions_[static_cast<std::size_t>(job)]);
+}
+
+}  // namespace infonce::properties

@@ -1,0 +1,45 @@
+// The campaign's step run by an external system under test over the
+// `infonce-sut/1` channel (sut/): one SUT process per job. The harness keeps
+// the reference, and judges what the SUT reports: gradient and loss against
+// the reference, every rank's loss, compensate false giving 1/P (where the
+// SUT can run it), padding that never takes the positive (from the draws the
+// SUT reports), and a step that runs. The SUT's padding draws of each DP
+// shard's first replica are the reference's draws.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "properties/external_step.hpp"
+#include "properties/restriction.hpp"
+#include "sut/session.hpp"
+
+namespace infonce::properties {
+
+// The generator restriction a handshake asks for. Throws InputError when the
+// SUT cannot run what every generated case needs (synced generators).
+Restriction restriction_of(const sut::Supports& supports);
+
+// One case on one SUT session; the case is already adapted.
+CaseVerdict check_external_case(const Case& c, sut::Session& session);
+
+class SutStep final : public ExternalStep {
+ public:
+  // Starts `jobs` SUT processes and reads their handshakes, which must be
+  // the same. Throws InputError (exit 2) with one line otherwise.
+  SutStep(const std::string& command, double timeout_seconds, std::int32_t jobs);
+
+  const sut::Handshake& handshake() const { return sessions_.front()->handshake(); }
+  const Restriction& restriction() const { return restriction_; }
+
+  Case adapt(Case c) const override;
+  CaseVerdict check(const Case& c, std::int32_t job) override;
+
+ private:
+  std::vector<std::unique_ptr<sut::Session>> sessions_;
+  Restriction restriction_;
+};
+
+}  // namespace infonce::properties
