@@ -25,6 +25,7 @@ rank order (as DDP divides each bucket by W, then all-reduces), `sum` sums over
 each DP group in group-rank order.
 """
 
+import ctypes
 import pickle
 import random
 import threading
@@ -133,6 +134,72 @@ class _VirtualRank:
         self.rng = None  # (numpy state, torch state, python state)
 
 
+class RandomStates:
+    """Swaps the process's global generators (numpy's, torch's CPU one, Python's) per rank.
+
+    numpy's legacy get_state/set_state cost ~30 us each, and a case switches ranks
+    dozens of times, so the MT19937 words (key and position) are copied directly
+    through the bit generator's ctypes address (~1 us); the full state is read only
+    when a rank's words changed and written only when a cached Gaussian is involved
+    (RandomState keeps that cache outside the bit generator). A rank's saved state
+    is (MT words, full numpy state or None when it holds no cached Gaussian, torch
+    state, Python state).
+    """
+
+    MT_BYTES = 624 * 4 + 4  # mt19937_state: uint32 key[624]; int pos
+
+    def __init__(self):
+        bit_generator = np.random.mtrand._rand._bit_generator
+        assert type(bit_generator).__name__ == "MT19937", type(bit_generator)
+        self.address = bit_generator.ctypes.state_address
+        self.torch = torch.default_generator
+        self.loaded_words = None  # the MT words last written (or read) for a rank
+        self.global_gauss = True  # whether the global state may hold a cached Gaussian
+
+    def _words(self):
+        return ctypes.string_at(self.address, self.MT_BYTES)
+
+    def enter(self):
+        """A case starts: the global state is whatever it was (assume the worst)."""
+        self.loaded_words = None
+        self.global_gauss = True
+
+    def seeded(self, seed):
+        """The state every generator has after seeding with `seed` (globals left changed)."""
+        np.random.seed(seed % 2**32)
+        self.torch.manual_seed(seed)  # CPU only: torch.manual_seed also queues CUDA work
+        random.seed(seed)
+        self.global_gauss = False
+        return (self._words(), None, self.torch.get_state(), random.getstate())
+
+    def load(self, state):
+        words, full, torch_state, python_state = state
+        if full is not None or self.global_gauss:
+            np.random.set_state(full if full is not None else _numpy_state_from_words(words))
+            self.global_gauss = full is not None
+        elif words != self.loaded_words:
+            ctypes.memmove(self.address, words, self.MT_BYTES)
+        self.loaded_words = words
+        self.torch.set_state(torch_state)
+        random.setstate(python_state)
+
+    def save(self, before):
+        words = self._words()
+        full = before[1]
+        if words != self.loaded_words:  # the rank drew numbers: read the cached Gaussian too
+            state = np.random.get_state()
+            full = state if state[3] else None
+            self.global_gauss = bool(state[3])
+        self.loaded_words = words
+        return (words, full, self.torch.get_state(), random.getstate())
+
+
+def _numpy_state_from_words(words):
+    key = np.frombuffer(words, dtype=np.uint32, count=624).copy()
+    pos = int.from_bytes(words[624 * 4:], "little", signed=True)
+    return ("MT19937", key, pos, 0, 0.0)
+
+
 class World:
     """W virtual ranks, reused across cases of world size W (threads, models, groups)."""
 
@@ -148,6 +215,7 @@ class World:
         self.slots = {}  # (group ranks, k) -> _Slot
         self.models = {}  # (world rank, D, F, dtype) -> nn.Linear
         self.log = []  # (world rank, op, group ranks) of every collective, in call order
+        self.rng = RandomStates()
 
     # -- groups and collectives -------------------------------------------------------------
 
@@ -236,31 +304,16 @@ class World:
 
     # -- random state per rank -----------------------------------------------------------------
 
-    @staticmethod
-    def _save_rng():
-        return (np.random.get_state(), torch.get_rng_state(), random.getstate())
-
-    @staticmethod
-    def _load_rng(state):
-        np.random.set_state(state[0])
-        torch.set_rng_state(state[1])
-        random.setstate(state[2])
-
     def _seed_rng(self, case):
-        """Each rank's initial random state; seeds the globals, so saves them first."""
-        outside = self._save_rng()
+        """Each rank's initial random state (numpy, torch, Python), from the case's `rng`."""
+        self.rng.enter()
         for rank in self.ranks:
-            seed = seed_value(case, rank.world_rank)
-            np.random.seed(seed % 2**32)
-            torch.manual_seed(seed)
-            random.seed(seed)
-            rank.rng = self._save_rng()
-        self._load_rng(outside)
+            rank.rng = self.rng.seeded(seed_value(case, rank.world_rank))
 
     # -- the scheduler ----------------------------------------------------------------------
 
     def _resume(self, rank, threaded):
-        self._load_rng(rank.rng)
+        self.rng.load(rank.rng)
         self.current = rank
         try:
             if threaded:
@@ -270,7 +323,7 @@ class World:
                 self._advance(rank)
         finally:
             self.current = None
-            rank.rng = self._save_rng()
+            rank.rng = self.rng.save(rank.rng)
 
     def _advance(self, rank):
         """Generator mode: run the rank's program until it waits on a collective or ends."""
