@@ -128,3 +128,45 @@ def test_ms_swift_declares_what_the_file_does(swift_root):
         assert supports["reductions"] == ["mean"] and supports["gathers"] == ["object"]
         assert supports["max_replicas"] == 2
         assert name in lines[0]["name"]
+
+
+def test_the_readme_adapter_runs(tmp_path, real_trainer):
+    """python/README.md's example adapter, verbatim, on a stand-in trainer loss that gathers
+    over the world with torch.distributed and compensates (the fixed trainer)."""
+    readme = (ROOT / "python" / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "my_adapter.py").write_text(code)
+    (tmp_path / "my_trainer").mkdir()
+    (tmp_path / "my_trainer" / "__init__.py").write_text("")
+    (tmp_path / "my_trainer" / "loss.py").write_text(
+        "import torch, torch.distributed as dist\n"
+        "from infonce_sim.case import LossSettings\n"
+        "from infonce_sim.spec import DrawStream, infonce_loss\n"
+        "def info_nce(embeddings, labels, temperature):\n"
+        "    world, rank = dist.get_world_size(), dist.get_rank()\n"
+        "    slots, all_labels = [None] * world, [None] * world\n"
+        "    dist.all_gather_object(slots, embeddings.detach())\n"
+        "    dist.all_gather_object(all_labels, labels)\n"
+        "    slots[rank] = embeddings\n"
+        "    settings = LossSettings(temperature, True, None, 'fixed', False, 0.1, False, False)\n"
+        "    loss = infonce_loss(torch.cat(slots), torch.cat(all_labels), settings, None)\n"
+        "    return loss * world - loss.detach() * (world - 1)\n")
+    paths = [p for p in sorted((real_trainer / "cases").glob("w?d?-*-fixed.json"))
+             if (lambda c: c["loss"]["use_batch"] and c["loss"]["hard_negatives"] is None
+                 and c["mesh"]["world"] == c["mesh"]["dp"] and not c["loss"]["include_qq"]
+                 and not c["loss"]["include_dd"] and not c["loss"]["mask_fake_negative"])(
+                     json.loads(p.read_text()))]
+    assert paths, "no real-trainer case without hard negatives or replicas"
+    requests = [{"id": i, "case": load_json_case(p)} for i, p in enumerate(paths)]
+    proc = subprocess.Popen([PYTHON, "-m", "infonce_sim.worker", "--adapter", "my_adapter:make"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True,
+                            env={"PYTHONPATH": f"{ROOT / 'python'}:{tmp_path}", "PATH": "/usr/bin"})
+    out, err = proc.communicate("".join(json.dumps(r) + "\n" for r in requests), timeout=300)
+    assert proc.returncode == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[0]["name"].startswith("my_trainer.loss.info_nce")
+    for path, response in zip(paths, lines[1:]):
+        expect = json.loads(path.read_text())["expect"]
+        assert "error" not in response, response
+        assert max_rel(response["grad"], expect["grad"]) <= 1e-10
