@@ -112,6 +112,17 @@ def _complete(slot):
         raise AssertionError(slot.op)
 
 
+def _signal():
+    """A binary semaphore starting at 0: release() signals, acquire() waits for a signal.
+
+    A plain lock (C, no Python-level Condition as threading.Semaphore has), released by the
+    signalling thread: each baton handoff is one C-level release and acquire.
+    """
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 class _Aborted(BaseException):
     """Raised in a rank's thread to unwind it when another rank failed."""
 
@@ -119,7 +130,7 @@ class _Aborted(BaseException):
 class _VirtualRank:
     def __init__(self, world_rank):
         self.world_rank = world_rank
-        self.go = threading.Semaphore(0)
+        self.go = _signal()
         self.job = None  # thread mode: the callable to run next
         self.thread = None
         self.reset()
@@ -208,7 +219,7 @@ class World:
         self.ranks = [_VirtualRank(w) for w in range(world)]
         self.groups = {}
         self.world_group = self.group(range(world))
-        self.main_go = threading.Semaphore(0)
+        self.main_go = _signal()
         self.current = None
         self.aborting = False
         self.sequence = {}  # (group ranks, member) -> collectives this member has called
@@ -405,14 +416,16 @@ class World:
 
     # -- one case -------------------------------------------------------------------------------
 
-    def model(self, world_rank, case, dtype):
-        rows, features = len(case.weight), len(case.weight[0])
-        key = (world_rank, rows, features, dtype)
+    def model(self, world_rank, weight):
+        """This rank's replica (built once per shape and dtype), holding `weight`, no gradient."""
+        rows, features = weight.shape
+        key = (world_rank, rows, features, weight.dtype)
         module = self.models.get(key)
         if module is None:
-            module = self.models[key] = torch.nn.Linear(features, rows, bias=False).to(dtype)
+            module = self.models[key] = torch.nn.Linear(features, rows,
+                                                        bias=False).to(weight.dtype)
         with torch.no_grad():
-            module.weight.copy_(torch.tensor(case.weight, dtype=dtype))
+            module.weight.copy_(weight)
         module.weight.grad = None
         return module
 
@@ -480,9 +493,11 @@ class InProcessRuntime:
             rank.reset()
         world._seed_rng(case)
         dtype = torch.float64 if case.dtype == "float64" else torch.float32
+        weight = torch.tensor(case.weight, dtype=dtype)
+        inputs = {}  # (micro, DP shard) -> (x, labels): replicas read the same input tensors
         contexts = [
-            RankContext(case, w, world.model(w, case, dtype),
-                        world.dp_group(case, w % case.replicas), replays_draws)
+            RankContext(case, w, world.model(w, weight), world.dp_group(case, w % case.replicas),
+                        replays_draws, inputs)
             for w in range(case.world)
         ]
         threaded = not is_generator_adapter(adapter)

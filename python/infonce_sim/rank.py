@@ -41,7 +41,7 @@ class Collective:
 class RankContext:
     """One rank's view of one case (what an adapter receives, see python/README.md)."""
 
-    def __init__(self, case, world_rank, model, dp_group, replays_draws):
+    def __init__(self, case, world_rank, model, dp_group, replays_draws, input_cache=None):
         self.case = case
         self.world = case.world
         self.dp = case.dp
@@ -55,10 +55,14 @@ class RankContext:
         self.replays_draws = replays_draws
         self.draws = [[] for _ in range(case.steps)]  # [micro] -> indices drawn, in order
         self.sync_context = lambda last: contextlib.nullcontext()
+        self._inputs = {} if input_cache is None else input_cache
 
     def inputs(self, micro):
         """(rows [q, p, n...] of every group of this rank's DP shard, labels [1, 0 x k] per group)."""
-        return shard_inputs(self.case, micro, self.dp_rank, self.dtype)
+        key = (micro, self.dp_rank)
+        if key not in self._inputs:
+            self._inputs[key] = shard_inputs(self.case, micro, self.dp_rank, self.dtype)
+        return self._inputs[key]
 
     def encode(self, x):
         e = self.model(x)
