@@ -16,7 +16,7 @@ It judges nothing: `infonce-sim check --sut` does that; this only times the step
 
     sut_client.py --time-command "CMD"
 
-runs CMD (sh -c) and prints {"seconds", "cpu_seconds"} (its children's CPU time).
+runs CMD (sh -c) and prints {"seconds", "cpu_seconds"} (CMD's and its descendants').
 """
 
 import argparse
@@ -66,11 +66,28 @@ def cpu_seconds(roots):
 
 
 def time_command(command):
+    """Wall time and CPU time of CMD and every descendant (SUTs in their own process groups
+    included), sampled from /proc every 20 ms: the last value seen for each process."""
     start = time.monotonic()
-    subprocess.run(["/bin/sh", "-c", command], check=False)
+    proc = subprocess.Popen(["/bin/sh", "-c", command])
+    last = {}
+    while proc.poll() is None:
+        table = _process_table()
+        children = {}
+        for pid, (ppid, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        stack = [proc.pid]
+        while stack:
+            pid = stack.pop()
+            if pid in table:
+                last[pid] = max(last.get(pid, 0), table[pid][1])
+            stack.extend(children.get(pid, []))
+        time.sleep(0.02)
+    seconds = time.monotonic() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps({"seconds": round(time.monotonic() - start, 3),
-                      "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3)}))
+    sampled = sum(last.values()) / os.sysconf("SC_CLK_TCK")
+    print(json.dumps({"seconds": round(seconds, 3),
+                      "cpu_seconds": round(max(sampled, usage.ru_utime + usage.ru_stime), 3)}))
 
 
 class Sut:

@@ -18,7 +18,7 @@ cases=${2:-400}
 seed=${3:-1}
 jobs=${4:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
-sim=$build/infonce-sim
+sim=${INFONCE_SIM:-$build/infonce-sim}  # INFONCE_SIM: another build (e.g. with check --sut)
 python=${INFONCE_TORCH_PYTHON:-/usr/bin/python3}
 [ -x "$sim" ] || { echo "sut_throughput: no $sim (build first)" >&2; exit 2; }
 "$python" -c "import torch" 2>/dev/null ||

@@ -205,7 +205,8 @@ def probe_padding(module):
 
 
 class MsSwiftAdapter:
-    def __init__(self, swift_root=None, swift_file="embedding.py", max_world=8, max_replicas=2):
+    def __init__(self, swift_root=None, swift_file="embedding.py", max_world=8, max_replicas=2,
+                 min_dim=None):
         root = swift_root or default_swift_root()
         self.module, self.path = load_loss_module(root, swift_file)
         self.loss_fn = self.module.InfonceLoss()
@@ -231,6 +232,8 @@ class MsSwiftAdapter:
             "replays_padding_draws": True,
             "extension_keys": ["dtype"],
         }
+        if min_dim is not None:  # opt-in: declare the D = 1 crash (the squeeze) instead of finding it
+            self.supports["min_dim"] = int(min_dim)
         self._configured = None
 
     def _configure(self, case):
@@ -273,5 +276,12 @@ class MsSwiftAdapter:
         return loss
 
 
-def make(swift_root=None, swift_file="embedding.py", max_world=8, max_replicas=2, **_):
-    return MsSwiftAdapter(swift_root, swift_file, max_world, max_replicas)
+def make(swift_root=None, swift_file="embedding.py", max_world=8, max_replicas=2, min_dim=None,
+         **_):
+    """min_dim (`--option min_dim=2`): declare in the handshake that the file cannot run D = 1.
+
+    Known finding: the batched global path does `sentences[:, 0].squeeze(1)`, which at
+    D = 1 squeezes the embedding axis and crashes (IndexError). By default the handshake
+    does not hide it: check --sut finds it and shrinks it to W = 1, F = D = 1.
+    """
+    return MsSwiftAdapter(swift_root, swift_file, max_world, max_replicas, min_dim)
