@@ -206,7 +206,7 @@ def probe_padding(module):
 
 class MsSwiftAdapter:
     def __init__(self, swift_root=None, swift_file="embedding.py", max_world=8, max_replicas=2,
-                 min_dim=None):
+                 min_dim=None, hard_negatives=True):
         root = swift_root or default_swift_root()
         self.module, self.path = load_loss_module(root, swift_file)
         self.loss_fn = self.module.InfonceLoss()
@@ -216,7 +216,7 @@ class MsSwiftAdapter:
         self.name = f"ms-swift InfonceLoss ({self.path})"
         self.supports = {
             "use_batch": [True, False],
-            "hard_negatives": True,
+            "hard_negatives": hard_negatives,  # --option hard_negatives=false: narrow the check
             "padding": [padding],  # the file's own behaviour
             "mask_fake_negative": True,
             "include_qq": True,
@@ -277,11 +277,12 @@ class MsSwiftAdapter:
 
 
 def make(swift_root=None, swift_file="embedding.py", max_world=8, max_replicas=2, min_dim=None,
-         **_):
+         hard_negatives="true", **_):
     """min_dim (`--option min_dim=2`): declare in the handshake that the file cannot run D = 1.
 
     Known finding: the batched global path does `sentences[:, 0].squeeze(1)`, which at
     D = 1 squeezes the embedding axis and crashes (IndexError). By default the handshake
     does not hide it: check --sut finds it and shrinks it to W = 1, F = D = 1.
     """
-    return MsSwiftAdapter(swift_root, swift_file, max_world, max_replicas, min_dim)
+    return MsSwiftAdapter(swift_root, swift_file, max_world, max_replicas, min_dim,
+                          str(hard_negatives).lower() not in ("false", "0", "no"))
