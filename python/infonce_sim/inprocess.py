@@ -7,7 +7,9 @@ same inputs give the same bits on every run.
 
 Two ways to run a rank, one scheduler:
   * an adapter written as a generator (the `conformance` adapter) yields its
-    collectives; the scheduler advances the ranks' generators in turn (no threads);
+    collectives; the scheduler advances the ranks' generators in turn (no threads), and
+    runs every rank's backward of a micro-step in one autograd call (the graphs are
+    disjoint, so each replica's gradient has the bits of its own backward);
   * an adapter written as a plain function (a trainer's real code) calls
     torch.distributed itself; each rank then runs on its own thread and a baton
     (one semaphore per rank) lets exactly one thread run at a time. While a case
@@ -107,6 +109,9 @@ def _complete(slot):
     elif slot.op == "reduce_scatter":  # payload: every member's list of per-member tensors
         slot.results = [_reduce([parts[i] for parts in p], "sum") for i in range(len(p))]
     elif slot.op == "barrier":
+        slot.results = [None] * len(p)
+    elif slot.op == "backward":  # every rank's graph at once: one engine call, disjoint graphs
+        torch.autograd.backward(list(p))
         slot.results = [None] * len(p)
     else:
         raise AssertionError(slot.op)
@@ -506,8 +511,9 @@ class InProcessRuntime:
             with standin.installed(world):
                 losses = world.run_ranks(programs, threaded=True)
         else:
-            losses = world.run_ranks([rank_program(adapter, ctx) for ctx in contexts],
-                                     threaded=False)
+            losses = world.run_ranks(
+                [rank_program(adapter, ctx, batched_backward=True) for ctx in contexts],
+                threaded=False)
         grads = reduce_gradients(case, [ctx.model.weight.grad for ctx in contexts])
         return {
             "losses": losses,

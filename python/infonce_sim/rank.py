@@ -29,12 +29,15 @@ class Collective:
     list of tensors), "all_reduce" (payload: a tensor; `reduce_op` "sum" or "max";
     result: the reduced tensor, written into the payload as torch.distributed does).
     group: None for the world, or a group from RankContext.dp_group.
+    "backward" (payload: this rank's scalar to backpropagate; world group) is the runtime's
+    own: the in-process runtime runs every rank's backward in one autograd call (the ranks'
+    graphs are disjoint: gathered slots are copies), real DDP calls payload.backward().
     """
 
     __slots__ = ("op", "payload", "group", "reduce_op")
 
     def __init__(self, op, payload, group=None, reduce_op="sum"):
-        assert op in ("all_gather_object", "all_gather", "all_reduce"), op
+        assert op in ("all_gather_object", "all_gather", "all_reduce", "backward"), op
         self.op, self.payload, self.group, self.reduce_op = op, payload, group, reduce_op
 
 
@@ -100,11 +103,12 @@ def seed_value(case, world_rank):
     return seed if case.rng_mode == "synced" else seed + world_rank
 
 
-def rank_program(adapter, ctx, agree_on_failure=None):
+def rank_program(adapter, ctx, agree_on_failure=None, batched_backward=False):
     """One rank's whole step (a generator yielding Collectives); returns the reported loss.
 
     agree_on_failure(failed) -> generator returning whether any rank failed: under real
     DDP every rank must know before anyone enters DDP's backward collectives.
+    batched_backward: yield the backward as a Collective (the runtime runs it).
     """
     case = ctx.case
     divisor = case.steps if case.ga_normalize else 1
@@ -133,7 +137,10 @@ def rank_program(adapter, ctx, agree_on_failure=None):
                     raise error
                 if failed:
                     raise StepFailed("another rank failed")
-            (loss / divisor).backward()
+            if batched_backward:
+                yield Collective("backward", loss / divisor)
+            else:
+                (loss / divisor).backward()
             reported += float(loss.detach() / divisor)
     return reported
 
