@@ -10,7 +10,8 @@
 # the campaign of the same seed (generation, reference, oracle, properties included);
 # otherwise bench/sut_client.py drives the worker over the protocol on the exported cases
 # (steps only, after one warm-up case per world size: real DDP spawns its rank pools then),
-# and the output says so. The C++ row is `infonce-sim check` of the same seed and size.
+# and the output says so (INFONCE_BENCH_DRIVER=client forces it: steady-state steps, no
+# process start-up). The C++ row is `infonce-sim check` of the same seed and size.
 # Wall-clock ratios: run it on an otherwise idle machine; the same run gives every row.
 set -eu
 build=${1:-build}
@@ -36,14 +37,14 @@ timed() {  # $1 = command; prints "seconds cpu_seconds" (the command and its chi
     "$python" -c 'import json,sys; r=json.load(sys.stdin); print(r["seconds"], r["cpu_seconds"])'
 }
 
-if "$sim" check --help 2>&1 | grep -q -- '--sut'; then
+if [ "${INFONCE_BENCH_DRIVER:-}" != client ] && "$sim" check --help 2>&1 | grep -q -- '--sut'; then
   driver="infonce-sim check --sut (generation, reference, oracle, properties included)"
   run_sut() {  # $1 = worker command; prints "cases seconds cpu_seconds"
     echo "$cases $(timed "$sim check --sut '$1' --seed $seed --cases $cases --limits typical \
       --jobs $jobs --no-corpus >$work/out.txt 2>&1")"
   }
 else
-  driver="bench/sut_client.py over infonce-sut/1 (check --sut not in this build: steps only)"
+  driver="bench/sut_client.py over infonce-sut/1 (steps only, after a warm-up case per world size)"
   run_sut() {
     "$python" "$root/bench/sut_client.py" --jobs "$jobs" --warm-up --sut "$1" "$work/cases" |
       "$python" -c 'import json,sys; r=json.load(sys.stdin); print(r["cases"], r["seconds"], r["cpu_seconds"])'
