@@ -121,12 +121,16 @@ def rank_program(adapter, ctx, agree_on_failure=None, batched_backward=False):
             x, labels = ctx.inputs(micro)
             embeddings = ctx.encode(x)
             error = None
+            loss = value = None
             try:
                 if generator:
                     loss = yield from adapter.loss(ctx, embeddings, labels)
                 else:
                     loss = adapter.loss(ctx, embeddings, labels)
+                # (signal, value): backpropagate the first, report the second
+                loss, value = loss if isinstance(loss, tuple) else (loss, loss)
                 _check_loss(loss)
+                _check_loss(value)
             except Exception as e:  # noqa: BLE001 - reported as the step's error
                 if agree_on_failure is None:
                     raise
@@ -141,7 +145,7 @@ def rank_program(adapter, ctx, agree_on_failure=None, batched_backward=False):
                 yield Collective("backward", loss / divisor)
             else:
                 (loss / divisor).backward()
-            reported += float(loss.detach() / divisor)
+            reported += float(value.detach() / divisor)
     return reported
 
 

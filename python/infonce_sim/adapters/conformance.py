@@ -67,7 +67,10 @@ class ConformanceAdapter:
             embeddings, labels = yield from gather_over_dp_group(ctx, embeddings, labels)
         loss = infonce_loss(embeddings, labels, ctx.case.loss, ctx.padding_stream())
         scale = compensation_scale(ctx.case)
-        return loss if scale == 1 else loss * scale - loss.detach() * (scale - 1)
+        if scale == 1:
+            return loss
+        # SPEC section 3: backpropagate s * L, report L itself (also when L is not finite)
+        return loss * scale - loss.detach() * (scale - 1), loss
 
 
 def make(max_world=8, max_replicas=8, **_):
