@@ -1,0 +1,9 @@
+"""infonce-sim's torch side: run a trainer's real InfoNCE loss on virtual or real DDP ranks.
+
+- `infonce_sim.worker`: the `infonce-sut/1` worker loop (docs/sut-protocol.md);
+- `infonce_sim.inprocess`: the in-process deterministic multi-rank runtime;
+- `infonce_sim.ddp`: real DistributedDataParallel (gloo), one process per rank;
+- `infonce_sim.adapters`: `conformance` (the SPEC in torch) and `ms_swift` (ms-swift's InfonceLoss).
+"""
+
+PROTOCOL = "infonce-sut/1"

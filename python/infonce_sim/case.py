@@ -1,0 +1,225 @@
+"""Case files (`infonce-case/1`, SPEC section 7): parsing and validation, no torch needed.
+
+Every error names the key (CaseError); the worker answers such a request with an error.
+"""
+
+import dataclasses
+import json
+import math
+
+
+class CaseError(Exception):
+    """Bad input (the case file, or a step the SPEC defines as an input error)."""
+
+
+class NeedsPaddingDraws(Exception):
+    """The case pads hard negatives but records no padding_draws."""
+
+
+# --------------------------------------------------------------------------
+# Case file (SPEC section 7)
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class LossSettings:
+    temperature: float
+    use_batch: bool
+    hard_negatives: object  # None or int >= 1
+    padding: str  # "legacy" | "fixed"
+    mask_fake_negative: bool
+    fake_neg_margin: float
+    include_qq: bool
+    include_dd: bool
+
+
+@dataclasses.dataclass
+class Case:
+    world: int
+    dp: int
+    reduction: str
+    gather: str
+    compensate: bool
+    loss: LossSettings
+    normalize: bool
+    weight: list  # D x F
+    steps: int
+    ga_normalize: bool
+    rng_mode: str
+    rng_seed: int
+    padding_draws: object  # None or [micro][dp rank][draw]
+    batches: list  # [micro][dp rank][group][row][F]
+    expect: object  # None or dict(loss, grad, rtol?, atol?)
+    dtype: str
+
+    @property
+    def replicas(self):
+        return self.world // self.dp
+
+
+def _check_keys(obj, where, required, optional=()):
+    if not isinstance(obj, dict):
+        raise CaseError(f"{where}: expected an object")
+    for key in obj:
+        if key not in required and key not in optional:
+            raise CaseError(f"{where}{key}: unknown key")
+    for key in required:
+        if key not in obj:
+            raise CaseError(f"{where}{key}: missing")
+
+
+def _bool(value, key):
+    if not isinstance(value, bool):
+        raise CaseError(f"{key}: expected true or false")
+    return value
+
+
+def _int(value, key, low, high=None):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CaseError(f"{key}: expected an integer")
+    if value < low or (high is not None and value > high):
+        raise CaseError(f"{key}: {value} out of range")
+    return value
+
+
+def _number(value, key, finite=True):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CaseError(f"{key}: expected a number")
+    if finite and not math.isfinite(value):
+        raise CaseError(f"{key}: must be finite")
+    return float(value)
+
+
+def _choice(value, key, choices):
+    if value not in choices:
+        raise CaseError(f"{key}: expected one of {', '.join(choices)}")
+    return value
+
+
+def _list(value, key, length=None):
+    if not isinstance(value, list):
+        raise CaseError(f"{key}: expected a list")
+    if length is not None and len(value) != length:
+        raise CaseError(f"{key}: expected {length} entries, got {len(value)}")
+    return value
+
+
+def _matrix(value, key, cols=None):
+    rows = _list(value, key)
+    if not rows:
+        raise CaseError(f"{key}: empty")
+    width = cols if cols is not None else len(_list(rows[0], f"{key}[0]"))
+    if width == 0:
+        raise CaseError(f"{key}[0]: empty")
+    for i, row in enumerate(rows):
+        for j, x in enumerate(_list(row, f"{key}[{i}]", width)):
+            _number(x, f"{key}[{i}][{j}]")
+    return rows
+
+
+def _parse_loss(obj):
+    keys = ("temperature", "use_batch", "hard_negatives", "padding", "mask_fake_negative",
+            "fake_neg_margin", "include_qq", "include_dd")
+    _check_keys(obj, "loss.", keys)
+    temperature = _number(obj["temperature"], "loss.temperature")
+    if not temperature > 0:
+        raise CaseError(f"loss.temperature: must be > 0, got {temperature}")
+    hard = obj["hard_negatives"]
+    if hard is not None:
+        hard = _int(hard, "loss.hard_negatives", 1)
+    return LossSettings(
+        temperature=temperature,
+        use_batch=_bool(obj["use_batch"], "loss.use_batch"),
+        hard_negatives=hard,
+        padding=_choice(obj["padding"], "loss.padding", ("legacy", "fixed")),
+        mask_fake_negative=_bool(obj["mask_fake_negative"], "loss.mask_fake_negative"),
+        fake_neg_margin=_number(obj["fake_neg_margin"], "loss.fake_neg_margin"),
+        include_qq=_bool(obj["include_qq"], "loss.include_qq"),
+        include_dd=_bool(obj["include_dd"], "loss.include_dd"))
+
+
+def _parse_batches(value, steps, dp, features):
+    micros = _list(value, "batches", steps)
+    for m, shards in enumerate(micros):
+        for d, groups in enumerate(_list(shards, f"batches[{m}]", dp)):
+            for g, rows in enumerate(_list(groups, f"batches[{m}][{d}]")):
+                key = f"batches[{m}][{d}][{g}]"
+                if len(_list(rows, key)) < 2:
+                    raise CaseError(f"{key}: a group needs at least its query and positive rows")
+                for i, row in enumerate(rows):
+                    for j, x in enumerate(_list(row, f"{key}[{i}]", features)):
+                        _number(x, f"{key}[{i}][{j}]")
+    return micros
+
+
+def _parse_draws(value, steps, dp):
+    if value is None:
+        return None
+    micros = _list(value, "padding_draws", steps)
+    for m, streams in enumerate(micros):
+        for d, draws in enumerate(_list(streams, f"padding_draws[{m}]", dp)):
+            for i, j in enumerate(_list(draws, f"padding_draws[{m}][{d}]")):
+                _int(j, f"padding_draws[{m}][{d}][{i}]", 0)
+    return micros
+
+
+def _parse_expect(obj, rows, cols):
+    if obj is None:
+        return None
+    _check_keys(obj, "expect.", ("loss", "grad"), ("rtol", "atol"))
+    expect = {"loss": _number(obj["loss"], "expect.loss", finite=False)}
+    grad = _matrix(obj["grad"], "expect.grad", cols)
+    if len(grad) != rows:
+        raise CaseError(f"expect.grad: expected {rows} rows, got {len(grad)}")
+    expect["grad"] = grad
+    for key in ("rtol", "atol"):
+        if key in obj:
+            expect[key] = _number(obj[key], f"expect.{key}")
+    return expect
+
+
+def parse_case(obj):
+    top = ("format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
+           "accumulation", "rng", "batches")
+    # "found" (how a property campaign found the case) is metadata: not read here.
+    _check_keys(obj, "", top, ("padding_draws", "expect", "dtype", "found"))
+    if obj["format"] != "infonce-case/1":
+        raise CaseError("format: expected infonce-case/1")
+    _check_keys(obj["mesh"], "mesh.", ("world", "dp"))
+    world = _int(obj["mesh"]["world"], "mesh.world", 1, 4096)
+    dp = _int(obj["mesh"]["dp"], "mesh.dp", 1, world)
+    if world % dp:
+        raise CaseError(f"mesh.dp: {dp} does not divide mesh.world {world}")
+    _check_keys(obj["encoder"], "encoder.", ("normalize", "weight"))
+    weight = _matrix(obj["encoder"]["weight"], "encoder.weight")
+    _check_keys(obj["accumulation"], "accumulation.", ("steps", "normalize"))
+    steps = _int(obj["accumulation"]["steps"], "accumulation.steps", 1, 1024)
+    _check_keys(obj["rng"], "rng.", ("mode", "seed"))
+    _int(obj["rng"]["seed"], "rng.seed", 0, 2**64 - 1)
+    return Case(
+        world=world,
+        dp=dp,
+        reduction=_choice(obj["reduction"], "reduction", ("mean", "sum")),
+        gather=_choice(obj["gather"], "gather", ("object", "tensor")),
+        compensate=_bool(obj["compensate"], "compensate"),
+        loss=_parse_loss(obj["loss"]),
+        normalize=_bool(obj["encoder"]["normalize"], "encoder.normalize"),
+        weight=weight,
+        steps=steps,
+        ga_normalize=_bool(obj["accumulation"]["normalize"], "accumulation.normalize"),
+        rng_mode=_choice(obj["rng"]["mode"], "rng.mode", ("synced", "per-rank")),
+        rng_seed=obj["rng"]["seed"],
+        padding_draws=_parse_draws(obj.get("padding_draws"), steps, dp),
+        batches=_parse_batches(obj["batches"], steps, dp, len(weight[0])),
+        expect=_parse_expect(obj.get("expect"), len(weight), len(weight[0])),
+        dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")))
+
+
+def load_case(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CaseError(f"cannot read: {e}") from e
+    return parse_case(obj)
+

@@ -1,0 +1,171 @@
+"""What every runtime shares: one rank's view of a case and the rank's step program.
+
+An adapter sees a case through a RankContext (its mesh coordinates, its model
+replica, its inputs, its padding stream) and computes one micro-step's loss. The
+runtime runs `rank_program` on every rank: forward, the adapter's loss, backward,
+gradient accumulation; the DDP reduction after the last micro-step is the
+runtime's (in-process: explicit; real DDP: DistributedDataParallel).
+
+Collectives an adapter written as a generator yields (`Collective`) are
+fulfilled by the runtime: by the in-process scheduler without threads, or by
+real torch.distributed calls under DDP. An adapter written as a plain function
+calls torch.distributed itself.
+"""
+
+import contextlib
+import inspect
+
+import torch
+import torch.nn.functional as F
+
+from .spec import NORMALIZE_EPS, DrawStream, numpy_choice, shard_inputs, torch_dtype
+
+
+class Collective:
+    """A collective a generator adapter yields: `result = yield Collective(...)`.
+
+    op: "all_gather_object" (payload: any object; result: every member's, in group-rank
+    order), "all_gather" (payload: a tensor of one shape on every member; result: the
+    list of tensors), "all_reduce" (payload: a tensor; `reduce_op` "sum" or "max";
+    result: the reduced tensor, written into the payload as torch.distributed does).
+    group: None for the world, or a group from RankContext.dp_group.
+    "backward" (payload: this rank's scalar to backpropagate; world group) is the runtime's
+    own: the in-process runtime runs every rank's backward in one autograd call (the ranks'
+    graphs are disjoint: gathered slots are copies), real DDP calls payload.backward().
+    """
+
+    __slots__ = ("op", "payload", "group", "reduce_op")
+
+    def __init__(self, op, payload, group=None, reduce_op="sum"):
+        assert op in ("all_gather_object", "all_gather", "all_reduce", "backward"), op
+        self.op, self.payload, self.group, self.reduce_op = op, payload, group, reduce_op
+
+
+class RankContext:
+    """One rank's view of one case (what an adapter receives, see python/README.md)."""
+
+    def __init__(self, case, world_rank, model, dp_group, replays_draws, input_cache=None):
+        self.case = case
+        self.world = case.world
+        self.dp = case.dp
+        self.replicas = case.replicas
+        self.world_rank = world_rank
+        self.dp_rank, self.replica = divmod(world_rank, case.replicas)
+        self.dtype = torch_dtype(case)
+        self.model = model  # this rank's replica (nn.Linear(F, D, bias=False)), or its DDP wrapper
+        self.dp_group = dp_group  # the DP group of this rank's replica index
+        self.micro = 0
+        self.replays_draws = replays_draws
+        self.draws = [[] for _ in range(case.steps)]  # [micro] -> indices drawn, in order
+        self.sync_context = lambda last: contextlib.nullcontext()
+        self._inputs = {} if input_cache is None else input_cache
+
+    def inputs(self, micro):
+        """(rows [q, p, n...] of every group of this rank's DP shard, labels [1, 0 x k] per group)."""
+        key = (micro, self.dp_rank)
+        if key not in self._inputs:
+            self._inputs[key] = shard_inputs(self.case, micro, self.dp_rank, self.dtype)
+        return self._inputs[key]
+
+    def encode(self, x):
+        e = self.model(x)
+        return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if self.case.normalize else e
+
+    def padding_stream(self):
+        """This micro-step's padding draws: the case's (replayed) or numpy's global generator."""
+        use_case = self.replays_draws and self.case.padding_draws is not None
+        stream = DrawStream(self.case if use_case else _NO_DRAWS, self.micro, self.dp_rank,
+                            generator=numpy_choice)
+        stream.taken = self.draws[self.micro]
+        return stream
+
+    def replayed_draws(self):
+        """The case's recorded draws for this rank's stream and micro-step, or None."""
+        if not self.replays_draws or self.case.padding_draws is None:
+            return None
+        return self.case.padding_draws[self.micro][self.dp_rank]
+
+
+class _NoDraws:
+    padding_draws = None
+
+
+_NO_DRAWS = _NoDraws()
+
+
+def is_generator_adapter(adapter):
+    return inspect.isgeneratorfunction(adapter.loss)
+
+
+def seed_value(case, world_rank):
+    """`synced`: every rank seeds with `seed`; `per-rank`: rank w with `seed + w`."""
+    seed = case.rng_seed
+    return seed if case.rng_mode == "synced" else seed + world_rank
+
+
+def rank_program(adapter, ctx, agree_on_failure=None, batched_backward=False):
+    """One rank's whole step (a generator yielding Collectives); returns the reported loss.
+
+    agree_on_failure(failed) -> generator returning whether any rank failed: under real
+    DDP every rank must know before anyone enters DDP's backward collectives.
+    batched_backward: yield the backward as a Collective (the runtime runs it).
+    """
+    case = ctx.case
+    divisor = case.steps if case.ga_normalize else 1
+    generator = is_generator_adapter(adapter)
+    reported = 0.0
+    for micro in range(case.steps):
+        ctx.micro = micro
+        last = micro == case.steps - 1
+        with ctx.sync_context(last):
+            x, labels = ctx.inputs(micro)
+            embeddings = ctx.encode(x)
+            error = None
+            loss = value = None
+            try:
+                if generator:
+                    loss = yield from adapter.loss(ctx, embeddings, labels)
+                else:
+                    loss = adapter.loss(ctx, embeddings, labels)
+                # (signal, value): backpropagate the first, report the second
+                loss, value = loss if isinstance(loss, tuple) else (loss, loss)
+                _check_loss(loss)
+                _check_loss(value)
+            except Exception as e:  # noqa: BLE001 - reported as the step's error
+                if agree_on_failure is None:
+                    raise
+                error = e
+            if agree_on_failure is not None:
+                failed = yield from agree_on_failure(error is not None)
+                if error is not None:
+                    raise error
+                if failed:
+                    raise StepFailed("another rank failed")
+            if batched_backward:
+                yield Collective("backward", loss / divisor)
+            else:
+                (loss / divisor).backward()
+            reported += float(value.detach() / divisor)
+    return reported
+
+
+class StepFailed(Exception):
+    pass
+
+
+def _check_loss(loss):
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        raise StepFailed(f"the adapter's loss must be a scalar tensor, got {type(loss).__name__}"
+                         + (f" of shape {list(loss.shape)}" if isinstance(loss, torch.Tensor)
+                            else ""))
+
+
+def drive(program, fulfil):
+    """Run a rank program, answering every Collective it yields with fulfil(collective)."""
+    value = None
+    while True:
+        try:
+            request = program.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value = fulfil(request)

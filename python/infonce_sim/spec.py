@@ -1,0 +1,300 @@
+"""The data-parallel InfoNCE loss of SPEC sections 2-4, in torch: one independent reading.
+
+This is the only torch implementation of the SPEC in the repository: the `conformance`
+adapter runs it on the in-process runtime and under real DDP, and
+tests/torch/ddp_conformance.py judges case files with it.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .case import CaseError, NeedsPaddingDraws
+
+NORMALIZE_EPS = 1e-12
+
+def torch_dtype(case):
+    return torch.float64 if case.dtype == "float64" else torch.float32
+
+
+def shard_inputs(case, micro, shard, dtype):
+    """Rows [q, p, n...] of every group laid end to end, and the labels [1, 0 x k] per group."""
+    groups = case.batches[micro][shard]
+    rows = [row for group in groups for row in group]
+    labels = [label for group in groups for label in [1] + [0] * (len(group) - 2)]
+    features = len(case.weight[0])
+    x = torch.tensor(rows, dtype=dtype).reshape(len(rows), features)
+    return x, torch.tensor(labels, dtype=torch.int64)
+
+
+def encode(x, weight, normalize):
+    e = F.linear(x, weight)
+    return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if normalize else e
+
+
+def split_groups(sentences, labels):
+    """The trainer's parsing: the i-th 1 in the labels, shifted by i, is group i's query."""
+    positives = torch.nonzero(labels == 1).flatten().tolist()
+    starts = [p + i for i, p in enumerate(positives)]
+    total = labels.numel() + len(positives)
+    assert total == sentences.shape[0], "labels do not describe the sentence list"
+    assert not starts or starts[0] == 0, "sentences before the first group"
+    bounds = starts + [total]
+    return [sentences[bounds[i]:bounds[i + 1]] for i in range(len(starts))]
+
+
+class DrawStream:
+    """Padding indices of one (micro-step, stream), consumed in order.
+
+    With the case's recorded `padding_draws` they are replayed; without them,
+    `generator(count, negatives)` draws (the trainer's way: numpy's global
+    generator, which the runtime keeps per rank); with neither the case cannot
+    run (NeedsPaddingDraws). Every index handed out is kept in `taken`.
+    """
+
+    def __init__(self, case, micro, stream, generator=None):
+        self.where = f"padding_draws[{micro}][{stream}]"
+        self.draws = None if case.padding_draws is None else case.padding_draws[micro][stream]
+        self.generator = generator
+        self.used = 0
+        self.taken = []
+
+    def take(self, count, negatives):
+        if self.draws is None:
+            if self.generator is None:
+                raise NeedsPaddingDraws(
+                    "hard-negative padding needs recorded padding_draws (this driver does not "
+                    "reproduce the C++ or numpy generator)")
+            taken = [int(j) for j in self.generator(count, negatives)]
+        else:
+            if self.used + count > len(self.draws):
+                raise CaseError(f"{self.where}: ran out of draws")
+            taken = self.draws[self.used:self.used + count]
+            self.used += count
+        for j in taken:
+            if not 0 <= j < negatives:
+                raise CaseError(f"{self.where}: index {j} outside [0, {negatives})")
+        self.taken.extend(taken)
+        return taken
+
+    def check_all_used(self):
+        if self.draws is not None and self.used != len(self.draws):
+            raise CaseError(f"{self.where}: {len(self.draws) - self.used} draws left unused")
+
+
+def numpy_choice(count, negatives):
+    """The trainer's draw: np.random.choice(range(negatives), size=count, replace=True)."""
+    import numpy as np
+    return np.random.choice(list(range(negatives)), size=count, replace=True).tolist()
+
+
+def resize_groups(groups, settings, draws):
+    """Hard-negative resizing: keep the first H negatives, or pad with drawn rows."""
+    hard = settings.hard_negatives
+    if hard is None:
+        return groups
+    # legacy takes row j + 1 of [q, p, n_1..n_k] (may be the positive), fixed row j + 2.
+    offset = 1 if settings.padding == "legacy" else 2
+    resized = []
+    for g, group in enumerate(groups):
+        negatives = group.shape[0] - 2
+        if negatives < 1:
+            raise CaseError(f"group {g}: loss.hard_negatives needs >= 1 negative per group")
+        if negatives > hard:
+            group = group[:hard + 2]
+        elif negatives < hard:
+            picked = [j + offset for j in draws.take(hard - negatives, negatives)]
+            group = torch.cat([group, group[picked]], dim=0)
+        resized.append(group)
+    draws.check_all_used()
+    return resized
+
+
+def _check_rows_alive(logits):
+    dead = torch.isneginf(logits).all(dim=1)
+    if bool(dead.any()):
+        g = int(torch.nonzero(dead)[0])
+        raise CaseError(f"group {g}: every logit is masked")
+
+
+def _masked(values, mask):
+    return torch.where(mask, torch.full_like(values, -math.inf), values)
+
+
+def local_loss_batched(groups, t):
+    s = torch.stack(groups, dim=0)  # [B, k+2, D]
+    logits = torch.matmul(s[:, 0:1], s[:, 1:].transpose(1, 2)).squeeze(1) / t
+    target = torch.zeros(s.shape[0], dtype=torch.int64)
+    return F.cross_entropy(logits, target)
+
+
+def local_loss_loop(groups, t):
+    total = 0
+    for group in groups:
+        logits = torch.matmul(group[0], group[1:].T) / t
+        total = total - torch.log_softmax(logits, dim=0)[0]
+    return total / len(groups)
+
+
+def global_loss_batched(groups, settings):
+    s = torch.stack(groups, dim=0)  # [B, n, D], n = k + 2
+    count, block = s.shape[0], s.shape[1] - 1
+    queries = s[:, 0]
+    docs = s[:, 1:].reshape(-1, s.shape[2])
+    targets = torch.arange(count) * block
+    own_target = F.one_hot(targets, docs.shape[0]).bool()
+    qd = queries @ docs.T
+    threshold = qd[torch.arange(count), targets].detach().unsqueeze(1) + settings.fake_neg_margin
+    parts = [_masked(qd, qd > threshold) if settings.mask_fake_negative else qd]
+    if settings.include_qq:
+        qq = _masked(queries @ queries.T, torch.eye(count, dtype=torch.bool))
+        parts.append(_masked(qq, qq > threshold) if settings.mask_fake_negative else qq)
+    if settings.include_dd:  # never threshold-masked
+        parts.append(_masked(s[:, 1] @ docs.T, own_target))
+    logits = torch.cat(parts, dim=1)
+    _check_rows_alive(logits)
+    return F.cross_entropy(logits / settings.temperature, targets)
+
+
+def global_loss_loop(groups, settings):
+    docs = torch.cat([group[1:] for group in groups], dim=0)
+    queries = torch.stack([group[0] for group in groups], dim=0)
+    total, target = 0, 0
+    for g, group in enumerate(groups):
+        own_target = torch.arange(docs.shape[0]) == target
+        qd = group[0] @ docs.T
+        threshold = qd[target].detach() + settings.fake_neg_margin
+        parts = [_masked(qd, qd > threshold) if settings.mask_fake_negative else qd]
+        if settings.include_qq:
+            qq = _masked(group[0] @ queries.T, torch.arange(len(groups)) == g)
+            parts.append(_masked(qq, qq > threshold) if settings.mask_fake_negative else qq)
+        if settings.include_dd:
+            parts.append(_masked(group[1] @ docs.T, own_target))
+        row = torch.cat(parts)
+        _check_rows_alive(row.unsqueeze(0))
+        total = total - torch.log_softmax(row / settings.temperature, dim=0)[target]
+        target += group.shape[0] - 1
+    return total / len(groups)
+
+
+def infonce_loss(sentences, labels, settings, draws, path="trainer"):
+    """The loss of SPEC section 2 over one list of sentences (a rank's, or a gathered one).
+
+    path: "trainer" picks batched/loop as the trainer does; "loop" forces the loop.
+    """
+    groups = resize_groups(split_groups(sentences, labels), settings, draws)
+    if not groups:
+        raise CaseError("the loss's batch has zero groups")
+    same_size = len({group.shape[0] for group in groups}) == 1
+    batched = path == "trainer" and (settings.hard_negatives is not None or same_size)
+    if not settings.use_batch:
+        if batched:
+            return local_loss_batched(groups, settings.temperature)
+        return local_loss_loop(groups, settings.temperature)
+    if batched:
+        return global_loss_batched(groups, settings)
+    return global_loss_loop(groups, settings)
+
+
+def batched_path_applies(case):
+    if case.loss.hard_negatives is not None:
+        return True
+    for shards in case.batches:
+        pools = [g for s in shards for g in s] if case.loss.use_batch else None
+        for groups in ([pools] if pools is not None else shards):
+            if len({len(g) for g in groups}) == 1:
+                return True
+    return False
+
+
+def compensation_scale(case):
+    """s = P with use_batch, P > 1, mean reduction and compensation on; else 1."""
+    if case.loss.use_batch and case.dp > 1 and case.compensate and case.reduction == "mean":
+        return case.dp
+    return 1
+
+
+
+# --------------------------------------------------------------------------
+# The reference (SPEC section 4): one process, exact autograd
+# --------------------------------------------------------------------------
+
+
+def reference(case, path="trainer"):
+    """Full-batch reference: loss, gradient, and each DP shard's reported loss."""
+    dtype = torch.float64
+    weight = torch.tensor(case.weight, dtype=dtype, requires_grad=True)
+    divisor = case.steps if case.ga_normalize else 1
+    total = 0
+    shard_losses = [0.0] * case.dp
+    logit_scale = 0.0
+    for micro in range(case.steps):
+        inputs = [shard_inputs(case, micro, d, dtype) for d in range(case.dp)]
+        logit_scale = max(logit_scale, _logit_bound(case, inputs, weight))
+        if case.loss.use_batch:
+            x = torch.cat([i[0] for i in inputs])
+            labels = torch.cat([i[1] for i in inputs])
+            try:
+                term = infonce_loss(encode(x, weight, case.normalize), labels, case.loss,
+                                    DrawStream(case, micro, 0), path)
+            except CaseError as e:
+                raise CaseError(f"batches[{micro}]: {e}") from e
+            shard_losses = [s + float(term.detach()) / divisor for s in shard_losses]
+        else:
+            per_shard = []
+            for d, (x, labels) in enumerate(inputs):
+                try:
+                    per_shard.append(infonce_loss(encode(x, weight, case.normalize), labels,
+                                                  case.loss, DrawStream(case, micro, d), path))
+                except CaseError as e:
+                    raise CaseError(f"batches[{micro}][{d}]: {e}") from e
+                shard_losses[d] += float(per_shard[-1].detach()) / divisor
+            term = sum(per_shard)
+            if case.reduction == "mean":
+                term = term / case.dp
+        total = total + term / divisor
+    (grad,) = torch.autograd.grad(total, weight)
+    return {"loss": float(total.detach()), "grad": grad, "shard_losses": shard_losses,
+            "logit_scale": logit_scale}
+
+
+def _logit_bound(case, inputs, weight):
+    """max ||e||^2 / T over one micro-step's embeddings: no logit is larger in magnitude.
+
+    A loss value is a mean of log-sum-exps of logits minus a logit, so the
+    rounding error of any implementation is relative to this scale, not to the
+    (possibly tiny) loss itself.
+    """
+    with torch.no_grad():
+        e = encode(torch.cat([i[0] for i in inputs]), weight.detach(), case.normalize)
+        if e.numel() == 0:
+            return 0.0
+        return float((e * e).sum(dim=1).max()) / case.loss.temperature
+
+
+def check_padding_streams(case):
+    """Every rank's padding stream is consumable (validated here, before any rank runs)."""
+    if case.loss.hard_negatives is None:
+        return
+    for micro, shards in enumerate(case.batches):
+        for stream in range(case.dp):
+            groups = [g for s in shards for g in s] if case.loss.use_batch else shards[stream]
+            draws = DrawStream(case, micro, stream)
+            for group in groups:
+                negatives = len(group) - 2
+                if 1 <= negatives < case.loss.hard_negatives:
+                    draws.take(case.loss.hard_negatives - negatives, negatives)
+            draws.check_all_used()
+
+
+def expected_ratio(case):
+    """<DDP grad, ref> / <ref, ref> when the step is a single objective, else None."""
+    padded = case.loss.hard_negatives is not None and case.padding_draws is not None and any(
+        draws for streams in case.padding_draws for draws in streams)
+    if case.loss.use_batch and case.rng_mode == "per-rank" and padded:
+        return None  # each rank pads differently: no single objective (SPEC section 3)
+    if case.loss.use_batch and case.reduction == "mean":
+        return compensation_scale(case) / case.dp
+    return 1.0
+

@@ -1,0 +1,208 @@
+"""The `infonce-sut/1` worker: a system under test for `infonce-sim check --sut CMD`.
+
+    python3 -m infonce_sim.worker --adapter conformance|ms-swift|MODULE:FUNCTION
+        [--runtime inprocess|ddp] [--swift-root DIR] [--swift-file F]
+        [--max-world N] [--max-replicas N] [--option KEY=VALUE ...]
+
+Protocol (docs/sut-protocol.md): newline-delimited JSON on stdin/stdout. The worker
+sends the handshake, then answers each request {"id", "case"} with one response
+{"id", "losses", "grad", "grads", "padding_draws"} or {"id", "error"}; it exits 0
+when stdin closes. Everything else anyone prints (the trainer included) goes to
+stderr: file descriptor 1 is pointed at stderr, the protocol has its own copy.
+
+Exit: 0 at end of input, 2 on bad options or an adapter that cannot be loaded (one
+line on stderr, before any handshake).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+from . import PROTOCOL
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python3 -m infonce_sim.worker",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--adapter", required=True,
+                        help="conformance, ms-swift, or MODULE:FUNCTION (a factory returning an "
+                        "adapter, see python/README.md)")
+    parser.add_argument("--runtime", choices=("inprocess", "ddp"), default="inprocess")
+    parser.add_argument("--swift-root", metavar="DIR",
+                        help="ms-swift checkout (DIR/swift/loss/...); default: the installed "
+                        "swift package")
+    parser.add_argument("--swift-file", metavar="F", default="embedding.py",
+                        help="the loss file under swift/loss/ (default embedding.py)")
+    parser.add_argument("--max-world", type=int, default=8, metavar="N")
+    parser.add_argument("--max-replicas", type=int, default=None, metavar="N",
+                        help="largest replicas per DP shard (default: 8 conformance, 2 ms-swift)")
+    parser.add_argument("--max-pools", type=int, default=4, metavar="N",
+                        help="ddp: world sizes whose rank processes are kept alive (default 4)")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed to a MODULE:FUNCTION factory as a keyword argument")
+    args = parser.parse_args(argv)
+    if args.max_world < 1 or (args.max_replicas is not None and args.max_replicas < 1):
+        parser.error("--max-world and --max-replicas must be >= 1")
+    return args
+
+
+def adapter_spec(args):
+    spec = {"kind": args.adapter, "max_world": args.max_world}
+    if args.max_replicas is not None:
+        spec["max_replicas"] = args.max_replicas
+    if args.adapter == "ms-swift":
+        spec.update(swift_root=args.swift_root, swift_file=args.swift_file)
+    for option in args.option:
+        key, sep, value = option.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option {option}: expected KEY=VALUE")
+        spec[key] = value
+    return spec
+
+
+def _finite_or_none(x):
+    return x if math.isfinite(x) else None
+
+
+def _matrix(t):
+    import torch
+    values = t.detach().to(torch.float64)
+    if bool(torch.isfinite(values).all()):
+        return values.tolist()
+    return [[_finite_or_none(x) for x in row] for row in values.tolist()]
+
+
+def one_line(text):
+    return " ".join(str(text).split())[:2000] or "(no message)"
+
+
+def outside_supports(case, supports):
+    """Why the case is outside the handshake's `supports`, or None."""
+    checks = [
+        (case.loss.use_batch in supports.get("use_batch", [True]), "use_batch"),
+        (case.loss.hard_negatives is None or supports.get("hard_negatives", False),
+         "hard_negatives"),
+        (case.loss.hard_negatives is None or case.loss.padding in supports.get("padding", ["legacy"]),
+         "padding"),
+        (not case.loss.mask_fake_negative or supports.get("mask_fake_negative", False),
+         "mask_fake_negative"),
+        (not case.loss.include_qq or supports.get("include_qq", False), "include_qq"),
+        (not case.loss.include_dd or supports.get("include_dd", False), "include_dd"),
+        (case.reduction in supports.get("reductions", ["mean"]), "reduction"),
+        (case.gather in supports.get("gathers", ["object"]), "gather"),
+        (case.dtype in supports.get("dtypes", ["float64"]), "dtype"),
+        (case.world <= supports.get("max_world", 1), "mesh.world"),
+        (case.replicas <= supports.get("max_replicas", 1), "mesh (replicas)"),
+        (case.compensate or supports.get("compensate_false", False), "compensate"),
+        (case.ga_normalize in supports.get("accumulation_normalize", [True]),
+         "accumulation.normalize"),
+        (case.rng_mode in supports.get("rng_modes", ["synced"]), "rng.mode"),
+    ]
+    for ok, key in checks:
+        if not ok:
+            return f"{key}: outside what this SUT declared in its handshake"
+    return None
+
+
+class Worker:
+    def __init__(self, adapter, runtime, out):
+        self.adapter = adapter
+        self.runtime = runtime
+        self.out = out
+        self.supports = adapter.supports
+        self.extension_keys = set(self.supports.get("extension_keys", []))
+
+    def handshake(self):
+        self.send({"protocol": PROTOCOL, "name": f"{self.adapter.name} on the {self.runtime.name} "
+                   "runtime", "supports": self.supports})
+
+    def send(self, message):
+        self.out.write(json.dumps(message, allow_nan=False) + "\n")
+        self.out.flush()
+
+    def answer(self, line):
+        from .case import CaseError, parse_case
+        request_id = None
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict):
+                raise CaseError("request: expected a JSON object")
+            request_id = request.get("id")
+            unknown = sorted(set(request) - {"id", "case"})
+            if unknown:
+                raise CaseError(f"request.{unknown[0]}: unknown key")
+            if isinstance(request_id, bool) or not isinstance(request_id, int):
+                raise CaseError("request.id: expected an integer")
+            if "case" not in request:
+                raise CaseError("request.case: missing")
+            case_obj = request["case"]
+            if isinstance(case_obj, dict) and "dtype" in case_obj and \
+                    "dtype" not in self.extension_keys:
+                raise CaseError("case.dtype: not declared in extension_keys")
+            case = parse_case(case_obj)
+            why = outside_supports(case, self.supports)
+            if why:
+                raise CaseError(why)
+            result = self.runtime.run(self.adapter, case,
+                                      self.supports.get("replays_padding_draws", False))
+            response = {
+                "id": request_id,
+                "losses": [_finite_or_none(float(x)) for x in result["losses"]],
+                "grad": _matrix(result["grad"]),
+                "grads": [_matrix(g) for g in result["grads"]],
+                "padding_draws": result["padding_draws"],
+            }
+        except ValueError as e:  # json.JSONDecodeError included
+            response = {"id": request_id, "error": one_line(f"{type(e).__name__}: {e}")}
+        except Exception as e:  # noqa: BLE001 - any failure of the step is the response
+            message = str(e) if isinstance(e, CaseError) else f"{type(e).__name__}: {e}"
+            response = {"id": request_id, "error": one_line(message)}
+        self.send(response)
+
+    def serve(self, stream):
+        for line in stream:
+            if line.strip():
+                self.answer(line)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # The protocol keeps its own copy of stdout; fd 1 (print, C code) now goes to stderr.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        print(f"infonce_sim.worker: torch not importable by {sys.executable}: {e}",
+              file=sys.stderr)
+        return 2
+    torch.set_num_threads(1)
+    from .adapters import load_adapter
+    try:
+        spec = adapter_spec(args)
+        adapter = load_adapter(spec)
+    except Exception as e:  # noqa: BLE001 - bad options or an adapter that cannot load
+        print(f"infonce_sim.worker: {one_line(e)}", file=sys.stderr)
+        return 2
+    if args.runtime == "ddp":
+        from .ddp import DdpRuntime
+        runtime = DdpRuntime(spec, max_pools=args.max_pools)
+    else:
+        from .inprocess import InProcessRuntime
+        runtime = InProcessRuntime()
+    worker = Worker(adapter, runtime, out)
+    try:
+        worker.handshake()
+        worker.serve(sys.stdin)
+    except BrokenPipeError:
+        pass
+    finally:
+        runtime.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

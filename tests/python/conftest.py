@@ -1,0 +1,64 @@
+"""Shared fixtures of the infonce_sim tests (run by ctest, tests/python/CMakeLists.txt).
+
+Environment (ctest sets it; defaults suit a checkout next to ../shared):
+  INFONCE_SIM           the infonce-sim binary (export: generated cases), optional
+  INFONCE_THIRD_PARTY   the third-party folder holding ms-swift/
+  INFONCE_REAL_TRAINER  the real-trainer cases folder (cases/, ref/)
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+def env_path(name, default):
+    return pathlib.Path(os.environ.get(name) or default)
+
+
+@pytest.fixture(scope="session")
+def real_trainer():
+    path = env_path("INFONCE_REAL_TRAINER", ROOT / "corpus" / "real-trainer")
+    assert (path / "cases").is_dir(), f"no real-trainer cases in {path}"
+    return path
+
+
+@pytest.fixture(scope="session")
+def swift_root():
+    path = env_path("INFONCE_THIRD_PARTY", ROOT.parent / "shared" / "third_party") / "ms-swift"
+    if not (path / "swift" / "loss" / "embedding.py").is_file():
+        pytest.skip(f"ms-swift not found under {path} (set INFONCE_THIRD_PARTY)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def infonce_sim():
+    path = os.environ.get("INFONCE_SIM")
+    if not path or not pathlib.Path(path).is_file():
+        pytest.skip("INFONCE_SIM (the infonce-sim binary) not set: no generated cases")
+    return path
+
+
+def export_cases(binary, directory, seed, count, *extra):
+    """Generated cases (padding draws recorded) written by `infonce-sim export`."""
+    subprocess.run([binary, "export", "--seed", str(seed), "--cases", str(count), "--limits",
+                    "typical", *extra, str(directory)], check=True, capture_output=True)
+    return sorted(directory.glob("*.json"))
+
+
+def load_json_case(path):
+    with open(path, encoding="utf-8") as f:
+        obj = json.load(f)
+    obj.pop("expect", None)
+    obj.pop("found", None)
+    return obj
