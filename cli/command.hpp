@@ -32,7 +32,6 @@ inline constexpr int kExitSimulationError = 3;  // collective misuse / hang (Sim
 inline constexpr int kExitInternalError = 4;    // a bug in infonce-sim
 
 inline constexpr std::string_view kProgram = "infonce-sim";
-inline constexpr std::string_view kVersion = "0.1.0";
 
 // Misuse of the command line (unknown option, missing option): exit 2.
 class UsageError : public std::runtime_error {

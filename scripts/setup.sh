@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up on a fresh Debian 12 machine: installs the packages that are missing,
 # configures and builds. Usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+#   scripts/setup.sh --packages-only PACKAGE...   installs those of PACKAGE... that are missing
 # INFONCE_WITH_TORCH=1 also installs Debian's python3-torch (the DDP conformance
 # test) and what the Python package builds and tests with.
 # INFONCE_SETUP_TARGET=T builds only target T (scripts/main-job.sh: the CLI).
@@ -17,13 +18,16 @@ if [[ "${INFONCE_WITH_TORCH:-0}" == 1 ]]; then
   packages+=(python3-torch python3-numpy python3-pytest python3-setuptools python3-wheel)
 fi
 
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
-    missing+=("$package")
-done
-if ((${#missing[@]})); then
-  sudo=""
+install_missing() {
+  local missing=() package sudo=""
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$package")
+  done
+  if ((${#missing[@]} == 0)); then
+    echo "setup: the $# packages needed are installed already"
+    return
+  fi
   [[ $(id -u) == 0 ]] || sudo="sudo"
   echo "setup: [apt 1/2] apt-get update"
   $sudo apt-get update -q
@@ -32,9 +36,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
     -o Dpkg::Use-Pty=0 "${missing[@]}"
   echo "setup: packages installed"
-else
-  echo "setup: every package is installed already"
+}
+
+if [[ "${1:-}" == --packages-only ]]; then
+  shift
+  install_missing "$@"
+  exit 0
 fi
+install_missing "${packages[@]}"
 
 build_dir="${1:-build}"
 shift || true
