@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 source_dir=$PWD
 work_dir=$(realpath -m "${1:-build-fresh-root}")
 cases=${INFONCE_FRESH_ROOT_CASES:-200}
-tests=${INFONCE_FRESH_ROOT_TESTS:-'^(cli\.version|loss\.HandCases\..*|casefile\..*|sim\.Mesh.*|tool\.corpus_replay)$'}
+tests=${INFONCE_FRESH_ROOT_TESTS:-'^(cli\.version|cli\.CommandLine\..*|loss\.HandCases\..*|casefile\..*|sim\.Mesh\..*|mpi\.conformance_np2|tool\.corpus_replay)$'}
 torch=${INFONCE_FRESH_ROOT_TORCH:-1}
 only=${INFONCE_FRESH_ROOT_ONLY:-}
 
