@@ -9,6 +9,7 @@
 #include "base/assert.hpp"
 #include "base/error.hpp"
 #include "cli/manual.hpp"
+#include "infonce_version.hpp"  // generated: project version, git commit
 
 namespace infonce::cli {
 namespace po = boost::program_options;
@@ -101,7 +102,9 @@ int dispatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   }
   if (first == "--version") {
     if (args.size() > 1) throw UsageError("--version takes no argument");
-    out << kProgram << ' ' << kVersion << '\n';
+    out << kProgram << ' ' << build_info::kVersion;
+    if (!build_info::kGitCommit.empty()) out << " (git " << build_info::kGitCommit << ')';
+    out << '\n';
     return kExitOk;
   }
   if (first == "help") return run_help(args.subspan(1), out);

@@ -49,7 +49,6 @@ inline constexpr std::array<ExitCodeDoc, 6> kExitCodeDocs = {{
 }};
 
 inline constexpr std::string_view kProgram = "infonce-sim";
-inline constexpr std::string_view kVersion = "0.1.0";
 inline constexpr std::string_view kProgramSummary =
     "Deterministic simulation and property tests of data-parallel InfoNCE.";
 

@@ -16,7 +16,7 @@ add_custom_command(
   COMMENT "Generating the infonce-sim man page and bash completion"
   VERBATIM)
 add_custom_target(infonce-sim-manual ALL DEPENDS ${infonce_man_page} ${infonce_completion})
-install(FILES ${infonce_man_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${infonce_man_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT Runtime)
 install(FILES ${infonce_completion}
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
-        RENAME infonce-sim)
+        RENAME infonce-sim COMPONENT Runtime)

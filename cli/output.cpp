@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ostream>
 
+#include "base/concat.hpp"
+
 namespace infonce::cli {
 
 OutputJson matrix_json(const Matrix<double>& matrix) {
@@ -36,12 +38,12 @@ void print_matrix_table(std::ostream& out, const Matrix<double>& matrix) {
   char cell[48];
   out << "      ";
   for (Eigen::Index j = 0; j < matrix.cols(); ++j) {
-    std::snprintf(cell, sizeof cell, " %*s", kWidth, ("[" + std::to_string(j) + "]").c_str());
+    std::snprintf(cell, sizeof cell, " %*s", kWidth, concat("[", std::to_string(j), "]").c_str());
     out << cell;
   }
   out << '\n';
   for (Eigen::Index r = 0; r < matrix.rows(); ++r) {
-    std::snprintf(cell, sizeof cell, "%6s", ("[" + std::to_string(r) + "]").c_str());
+    std::snprintf(cell, sizeof cell, "%6s", concat("[", std::to_string(r), "]").c_str());
     out << cell;
     for (Eigen::Index j = 0; j < matrix.cols(); ++j) {
       std::snprintf(cell, sizeof cell, " %*.*e", kWidth, 16, matrix(r, j));

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/concat.hpp"
 #include "base/error.hpp"
 #include "base/rng.hpp"
 #include "casefile/case_json.hpp"
@@ -330,7 +331,7 @@ std::filesystem::path save_corpus_case(const Case& c, const fs::path& dir) {
     throw InputError(dir.string() + ": cannot create the corpus directory: " + error.message());
   for (int suffix = 0;; ++suffix) {
     const fs::path path =
-        dir / (std::string(stem) + (suffix ? "-" + std::to_string(suffix) : "") + ".json");
+        dir / concat(stem, suffix ? concat("-", std::to_string(suffix)) : std::string(), ".json");
     if (!fs::exists(path, error)) {
       write_text_file_atomically(path, case_to_json(c));
       return path;

@@ -43,7 +43,9 @@ void check_rank_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
   std::string detail =
       r.losses_equal ? "ranks hold different reduced gradients" : "ranks report different losses:";
   if (!r.losses_equal) {
-    for (std::size_t w = 0; w < r.losses.size() && w < 8; ++w) detail += " " + format(r.losses[w]);
+    for (std::size_t w = 0; w < r.losses.size() && w < 8; ++w) {
+      detail.append(" ").append(format(r.losses[w]));
+    }
   }
   verdict.failures.push_back({kEqualLoss, detail});
 }

@@ -10,7 +10,8 @@ namespace {
 std::string shard_text(const ShardSet& shards) {
   std::string text;
   for (const std::int64_t i : shards.indices) {
-    text += (text.empty() ? "" : ",") + std::to_string(i);
+    if (!text.empty()) text += ',';
+    text += std::to_string(i);
   }
   return text + "/" + std::to_string(shards.count);
 }

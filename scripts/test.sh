@@ -1,13 +1,92 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up (with torch for the DDP conformance test), the
-# suite on the normal build, then the suite again under ASan + UBSan.
+# The whole test suite, in named stages (each prints its wall time):
+#   suite          set-up (with torch for the DDP conformance test), the suite on the normal build
+#   asan           the suite again under ASan + UBSan (Debug)
+#   release-gcc    Release build of the libraries and the CLI with g++, installed to a fresh prefix
+#   consumer       examples/consumer built against that prefix, its test run
+#   deb            cpack -G DEB in the Release build; the .deb extracted into a throwaway root,
+#                  its infonce-sim run (--version, a 100-case campaign) from an empty directory
+#   release-clang  Release build of everything (tests included, not run) with clang++-14
+#   fresh-root     scripts/fresh-root-check.sh: a Debian 12 debootstrap root, the README's
+#                  first command, this script's set-up, a few tests (root only)
+# INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all, in this order).
+# Warnings are errors in every build (scripts/setup.sh passes -DINFONCE_WERROR=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+all_stages="suite asan release-gcc consumer deb release-clang fresh-root"
+stages=${INFONCE_CI_STAGES:-$all_stages}
+for stage in $stages; do
+  [[ " $all_stages " == *" $stage "* ]] || {
+    echo "test.sh: error: unknown stage '$stage' in INFONCE_CI_STAGES (stages: $all_stages)" >&2
+    exit 2
+  }
+done
 
-INFONCE_WITH_TORCH=1 scripts/setup.sh build
-(cd build && ctest --output-on-failure -j "$jobs" --timeout 1200)
+stage_suite() {
+  INFONCE_WITH_TORCH=1 scripts/setup.sh build
+  (cd build && ctest --output-on-failure -j "$jobs" --timeout 1200)
+}
 
-scripts/setup.sh build-asan -DINFONCE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-# Property budgets shrink under the sanitizers (they run ~10x slower).
-(cd build-asan && INFONCE_SANITIZER_BUILD=1 ctest --output-on-failure -j "$jobs" --timeout 1200)
+stage_asan() {
+  scripts/setup.sh build-asan -DINFONCE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  # Property budgets shrink under the sanitizers (they run ~10x slower).
+  (cd build-asan && INFONCE_SANITIZER_BUILD=1 ctest --output-on-failure -j "$jobs" --timeout 1200)
+}
+
+# One Release build serves the install, the consumer and the .deb.
+release_dir=build-release
+release_prefix=$PWD/$release_dir/stage
+stage_release-gcc() {
+  scripts/setup.sh "$release_dir" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_COMPILER=g++ -DBUILD_TESTING=OFF -DINFONCE_BENCH=OFF
+  rm -rf "$release_prefix"
+  cmake --install "$release_dir" --prefix "$release_prefix"
+  "$release_prefix/bin/infonce-sim" --version
+}
+
+stage_consumer() {
+  [[ -x $release_prefix/bin/infonce-sim ]] || stage_release-gcc
+  local consumer_build=$release_dir/consumer
+  rm -rf "$consumer_build"
+  cmake -S examples/consumer -B "$consumer_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$release_prefix" -DCMAKE_CXX_FLAGS="-Wall -Wextra -Wpedantic -Werror"
+  cmake --build "$consumer_build"
+  (cd "$consumer_build" && ctest --output-on-failure)
+}
+
+stage_deb() {
+  [[ -x $release_prefix/bin/infonce-sim ]] || stage_release-gcc
+  scripts/setup.sh --packages-only dpkg-dev
+  rm -f "$release_dir"/*.deb
+  (cd "$release_dir" && cpack -G DEB)
+  local deb root empty
+  deb=$(ls "$release_dir"/infonce-sim_*.deb)
+  dpkg-deb --field "$deb" Package Version Depends
+  root=$(mktemp -d)
+  empty=$(mktemp -d)
+  dpkg -x "$deb" "$root"
+  (cd "$empty" && "$root/usr/bin/infonce-sim" --version &&
+    "$root/usr/bin/infonce-sim" check --seed 1 --cases 100 | tail -n 3 &&
+    echo "deb: the campaign wrote: $(find . -mindepth 1 | sort | tr '\n' ' ')")
+  rm -rf "$root" "$empty"
+}
+
+stage_release-clang() {
+  scripts/setup.sh --packages-only clang-14
+  scripts/setup.sh build-clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14
+}
+
+stage_fresh-root() {
+  scripts/setup.sh --packages-only debootstrap
+  scripts/fresh-root-check.sh build-fresh-root
+}
+
+total_start=$SECONDS
+for stage in $stages; do
+  echo "=== test.sh: stage $stage"
+  start=$SECONDS
+  "stage_$stage"
+  echo "=== test.sh: stage $stage passed in $((SECONDS - start)) s"
+done
+echo "=== test.sh: stages [$stages] passed in $((SECONDS - total_start)) s"

@@ -43,8 +43,9 @@ class AsanSwitches {
   void settle() noexcept;  // finish the pending switch, if any
 
  private:
-  bool pending_ = false;
-  void* fake_stack_ = nullptr;
+  // Used only when built with ASan (asan_support.cpp).
+  [[maybe_unused]] bool pending_ = false;
+  [[maybe_unused]] void* fake_stack_ = nullptr;
 };
 
 }  // namespace infonce::sim::detail

@@ -460,8 +460,9 @@ std::string Engine::deadlock_message() const {
   if (hidden > 0) text += "; +" + std::to_string(hidden) + " more waiting collectives";
   if (!crossed.empty()) text += "; different groups at the same step: " + crossed;
   std::ranges::sort(returned);
-  const auto [first, last] = std::ranges::unique(returned);
-  returned.erase(first, last);
+  // std::unique, not std::ranges::unique: clang 14 cannot instantiate the
+  // latter's subrange result with libstdc++ 12.
+  returned.erase(std::unique(returned.begin(), returned.end()), returned.end());
   for (std::size_t i = 0; i < returned.size() && i < kRanksShown; ++i) {
     text += "; " + where_is(returned[i]);
   }

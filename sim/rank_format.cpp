@@ -2,6 +2,8 @@
 
 #include <cstddef>
 
+#include "base/concat.hpp"
+
 namespace infonce::sim::detail {
 
 namespace {
@@ -17,10 +19,10 @@ bool is_progression(std::span<const std::int32_t> ranks) {
 
 std::string format_progression(std::span<const std::int32_t> ranks) {
   if (ranks[1] - ranks[0] == 1) {
-    return "{" + std::to_string(ranks.front()) + ".." + std::to_string(ranks.back()) + "}";
+    return concat("{", std::to_string(ranks.front()), "..", std::to_string(ranks.back()), "}");
   }
-  return "{" + std::to_string(ranks[0]) + "," + std::to_string(ranks[1]) + ",.." + "," +
-         std::to_string(ranks.back()) + "}";
+  return concat("{", std::to_string(ranks[0]), ",", std::to_string(ranks[1]), ",..,",
+                std::to_string(ranks.back()), "}");
 }
 
 }  // namespace
@@ -32,7 +34,7 @@ std::string format_ranks(std::span<const std::int32_t> ranks, std::size_t max_it
   std::size_t i = 0;
   while (i < ranks.size()) {
     if (items == max_items) {
-      text += ",+" + std::to_string(ranks.size() - i) + " more";
+      text.append(",+").append(std::to_string(ranks.size() - i)).append(" more");
       break;
     }
     // A run of consecutive ranks i..j-1.
@@ -40,7 +42,7 @@ std::string format_ranks(std::span<const std::int32_t> ranks, std::size_t max_it
     while (j < ranks.size() && std::int64_t{ranks[j]} == std::int64_t{ranks[j - 1]} + 1) ++j;
     if (items > 0) text += ",";
     if (j - i >= 3) {
-      text += std::to_string(ranks[i]) + ".." + std::to_string(ranks[j - 1]);
+      text.append(std::to_string(ranks[i])).append("..").append(std::to_string(ranks[j - 1]));
       i = j;
     } else {
       text += std::to_string(ranks[i]);
@@ -52,7 +54,7 @@ std::string format_ranks(std::span<const std::int32_t> ranks, std::size_t max_it
 }
 
 std::string format_group(const Group& group) {
-  return "group " + std::to_string(group.id) + " " + format_ranks(group.world_ranks);
+  return concat("group ", std::to_string(group.id), " ", format_ranks(group.world_ranks));
 }
 
 }  // namespace infonce::sim::detail

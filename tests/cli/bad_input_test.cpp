@@ -134,7 +134,10 @@ INSTANTIATE_TEST_SUITE_P(Cli, CommandLineMisuse, ::testing::ValuesIn(misuses()),
 TEST(CommandLine, VersionAndHelpExitZero) {
   const CliResult version = run_infonce_sim({"--version"});
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_EQ(version.out, "infonce-sim 0.1.0\n");
+  // project(VERSION) and, from a git checkout, the commit CMake configured at.
+  const std::string commit = INFONCE_EXPECTED_GIT_COMMIT;
+  EXPECT_EQ(version.out, "infonce-sim " INFONCE_EXPECTED_VERSION +
+                             (commit.empty() ? std::string() : " (git " + commit + ")") + "\n");
 
   const CliResult help = run_infonce_sim({"--help"});
   EXPECT_EQ(help.exit_code, 0);
