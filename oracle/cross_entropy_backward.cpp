@@ -1,0 +1,59 @@
+#include "oracle/cross_entropy_backward.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "base/assert.hpp"
+#include "oracle/cross_entropy.hpp"
+
+namespace infonce::oracle {
+namespace {
+
+// Adds one row's loss and its gradient, scaled by `weight`, to `out`.
+void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings& settings,
+             bool apply_mask, Real weight, LossAndGradient& out) {
+  std::vector<Real> similarities;
+  similarities.reserve(row.entries.size());
+  for (const Entry& entry : row.entries) {
+    similarities.push_back(dot_rows(embeddings, entry.left, embeddings, entry.right));
+  }
+  const std::vector<bool> kept = kept_entries(row, similarities, settings, apply_mask);
+  require_some_kept(kept);
+  const Real inverse_t = 1 / settings.temperature;
+  Real shift = -std::numeric_limits<Real>::infinity();
+  for (std::size_t e = 0; e < similarities.size(); ++e) {
+    if (kept[e]) shift = std::max(shift, similarities[e] * inverse_t);
+  }
+  Real sum = 0;
+  for (std::size_t e = 0; e < similarities.size(); ++e) {
+    if (kept[e]) sum += std::exp(similarities[e] * inverse_t - shift);
+  }
+  const auto target = static_cast<std::size_t>(row.target);
+  const bool target_kept = kept[target];
+  out.loss += weight * (target_kept ? std::log(sum) + shift - similarities[target] * inverse_t
+                                    : std::numeric_limits<Real>::infinity());
+  for (std::size_t e = 0; e < similarities.size(); ++e) {
+    if (!kept[e]) continue;
+    Real d_logit = std::exp(similarities[e] * inverse_t - shift) / sum;
+    if (e == target) d_logit -= 1;  // only reached when the target is kept
+    const Real d_similarity = weight * d_logit * inverse_t;
+    const Entry& entry = row.entries[e];
+    out.grad_embeddings.row(entry.left) += d_similarity * embeddings.row(entry.right);
+    out.grad_embeddings.row(entry.right) += d_similarity * embeddings.row(entry.left);
+  }
+}
+
+}  // namespace
+
+LossAndGradient mean_cross_entropy_backward(const RealRows& embeddings,
+                                            const std::vector<LogitRow>& rows,
+                                            const LossSettings& settings, bool apply_mask) {
+  INFONCE_ASSERT(!rows.empty());
+  LossAndGradient out;
+  out.grad_embeddings = RealRows::Zero(embeddings.rows(), embeddings.cols());
+  const Real weight = 1 / static_cast<Real>(rows.size());  // the mean over rows
+  for (const LogitRow& row : rows) add_row(embeddings, row, settings, apply_mask, weight, out);
+  return out;
+}
+
+}  // namespace infonce::oracle
