@@ -49,7 +49,7 @@ struct CheckSettings : CampaignSettings {
 // What was typed; an option given as "" is still given (and then invalid).
 struct RawOptions {
   std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
-      corpus_dir;
+      corpus_dir, oracle;
   std::vector<std::string> reports;
   bool no_corpus = false, before_after = false, self_check = false;
 };
@@ -74,6 +74,9 @@ po::options_description check_options(RawOptions& raw) {
       "profile", po::value<std::string>()->value_name("ci|explore"),
       "ci: seed 1, 10000 cases, no clock; explore: seed from the commit, 10m, self-check")(
       "mutant", po::value<std::string>()->value_name("NAME"), "check a known-wrong variant")(
+      "oracle", po::value<std::string>()->value_name("every|sampled|off"),
+      "where oracle-agrees runs (default sampled: every case up to a size bound, above it every "
+      "16th)")(
       "limits", po::value<std::string>()->value_name("default|typical"), "generator distribution")(
       "format", po::value<std::string>()->value_name("human|json|junit"),
       "what standard output gets (default human)")(
@@ -101,6 +104,7 @@ void take_all(const po::variables_map& values, RawOptions& raw) {
   take(values, "limits", raw.limits);
   take(values, "format", raw.format);
   take(values, "corpus-dir", raw.corpus_dir);
+  take(values, "oracle", raw.oracle);
 }
 
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
@@ -138,6 +142,7 @@ CheckSettings settle(const RawOptions& raw) {
   s.campaign.limits = parse_limits("check", s.report.limits);
   s.campaign.mutant = parse_mutant("check", raw.mutant.value_or(""));
   s.report.mutant = s.campaign.mutant ? std::string(s.campaign.mutant->name) : "";
+  s.campaign.oracle = parse_oracle("check", raw.oracle.value_or("sampled"));
   if (raw.seed) {
     const SeedChoice seed = parse_seed("check", *raw.seed);
     s.campaign.seed = seed.seed;

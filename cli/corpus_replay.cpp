@@ -60,10 +60,10 @@ std::string failed_properties(const properties::CaseVerdict& verdict) {
   return names;
 }
 
-Outcome replay_found(const Case& c) {
+Outcome replay_found(const Case& c, properties::OracleMode oracle) {
   const Finding& found = *c.found;
   const std::uint64_t schedule_seed = properties::campaign_schedule_seed(found.seed);
-  const properties::CaseVerdict correct = properties::check_case(c, {nullptr, schedule_seed});
+  const properties::CaseVerdict correct = properties::check_case(c, {nullptr, schedule_seed, oracle});
   if (correct.discarded)
     return {false, "the reference rejects the case: " + correct.discard_reason};
   if (!found.mutant) {
@@ -77,7 +77,7 @@ Outcome replay_found(const Case& c) {
   const step::Mutant* mutant = step::find_mutant(*found.mutant);
   if (mutant == nullptr)
     return {false, "found.mutant '" + *found.mutant + "' is not a known mutant"};
-  const properties::CaseVerdict caught = properties::check_case(c, {mutant, schedule_seed});
+  const properties::CaseVerdict caught = properties::check_case(c, {mutant, schedule_seed, oracle});
   const bool still_caught = std::any_of(
       caught.failures.begin(), caught.failures.end(),
       [&](const properties::PropertyFailure& f) { return f.property == found.property; });
@@ -100,11 +100,11 @@ Outcome replay_run(const Case& c) {
                                    : "run FAILS: rel_err " + short_number(report.rel_err)};
 }
 
-Outcome replay_case_file(const fs::path& path) {
+Outcome replay_case_file(const fs::path& path, properties::OracleMode oracle) {
   try {
     const Case c = read_case_file(path);
     if (c.expect) return replay_expect(c);
-    if (c.found) return replay_found(c);
+    if (c.found) return replay_found(c, oracle);
     return replay_run(c);
   } catch (const InputError& e) {
     return {false, std::string("invalid: ") + e.what()};
@@ -132,8 +132,12 @@ std::string one_line(std::string text) {
 
 int run_corpus_replay(const CommandContext& context) {
   po::options_description options("options");
+  std::string oracle_text = "every";
+  options.add_options()("oracle", po::value(&oracle_text)->value_name("every|sampled|off"),
+                        "whether oracle-agrees runs on found cases (default every)");
   const auto values = parse_options_and_words(context, options, "dir", 1);
   if (!values) return kExitOk;
+  const properties::OracleMode oracle = parse_oracle("corpus replay", oracle_text);
   const fs::path dir =
       values->count("dir") ? (*values)["dir"].as<std::vector<std::string>>().front() : "corpus";
   std::error_code error;
@@ -157,7 +161,7 @@ int run_corpus_replay(const CommandContext& context) {
   if (cases.empty()) throw UsageError("corpus replay: " + dir.string() + ": no case file found");
   std::int64_t passed = 0, failed = 0;
   for (const fs::path& file : cases) {
-    const Outcome outcome = replay_case_file(file);
+    const Outcome outcome = replay_case_file(file, oracle);
     (outcome.passed ? passed : failed)++;
     context.out << (outcome.passed ? "PASS  " : "FAIL  ") << file.string() << "  "
                 << one_line(outcome.why) << "\n";

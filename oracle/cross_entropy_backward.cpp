@@ -1,5 +1,6 @@
 #include "oracle/cross_entropy_backward.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,7 +23,9 @@ void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings
   const Real inverse_t = 1 / settings.temperature;
   Real shift = -std::numeric_limits<Real>::infinity();
   for (std::size_t e = 0; e < similarities.size(); ++e) {
-    if (kept[e]) shift = std::max(shift, similarities[e] * inverse_t);
+    if (!kept[e]) continue;
+    shift = std::max(shift, similarities[e] * inverse_t);
+    out.max_abs_logit = std::max(out.max_abs_logit, std::abs(similarities[e] * inverse_t));
   }
   Real sum = 0;
   for (std::size_t e = 0; e < similarities.size(); ++e) {
@@ -34,12 +37,15 @@ void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings
                                     : std::numeric_limits<Real>::infinity());
   for (std::size_t e = 0; e < similarities.size(); ++e) {
     if (!kept[e]) continue;
-    Real d_logit = std::exp(similarities[e] * inverse_t - shift) / sum;
-    if (e == target) d_logit -= 1;  // only reached when the target is kept
+    const Real softmax = std::exp(similarities[e] * inverse_t - shift) / sum;
+    const Real d_logit = e == target ? softmax - 1 : softmax;  // target: only when kept
     const Real d_similarity = weight * d_logit * inverse_t;
+    const Real d_bound = weight * (e == target ? softmax + 1 : softmax) * inverse_t;
     const Entry& entry = row.entries[e];
     out.grad_embeddings.row(entry.left) += d_similarity * embeddings.row(entry.right);
     out.grad_embeddings.row(entry.right) += d_similarity * embeddings.row(entry.left);
+    out.grad_embeddings_bound.row(entry.left) += d_bound * embeddings.row(entry.right).cwiseAbs();
+    out.grad_embeddings_bound.row(entry.right) += d_bound * embeddings.row(entry.left).cwiseAbs();
   }
 }
 
@@ -51,6 +57,7 @@ LossAndGradient mean_cross_entropy_backward(const RealRows& embeddings,
   INFONCE_ASSERT(!rows.empty());
   LossAndGradient out;
   out.grad_embeddings = RealRows::Zero(embeddings.rows(), embeddings.cols());
+  out.grad_embeddings_bound = out.grad_embeddings;
   const Real weight = 1 / static_cast<Real>(rows.size());  // the mean over rows
   for (const LogitRow& row : rows) add_row(embeddings, row, settings, apply_mask, weight, out);
   return out;

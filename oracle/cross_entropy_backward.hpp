@@ -13,6 +13,10 @@ namespace infonce::oracle {
 struct LossAndGradient {
   Real loss = 0;
   RealRows grad_embeddings;  // d loss / dE, one row per sentence
+  Real max_abs_logit = 0;    // over kept entries: the loss's condition
+  // dL/dE with every term taken in absolute value (softmax and the target's
+  // -1 added, not cancelled): the scale rounding in softmax - onehot perturbs.
+  RealRows grad_embeddings_bound;
 };
 
 // d CE / d logit_e = softmax_e - [e is the kept target]; masked entries carry

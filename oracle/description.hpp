@@ -64,6 +64,12 @@ struct Result {
   // Per entry of grad, the sum of |terms| it adds up: the scale at which a
   // different summation order perturbs it.
   RealRows grad_magnitude;
+  // The largest |logit| of any kept entry: rounding a logit z perturbs the
+  // loss by about u |z| (u: the unit roundoff), whatever the loss's size.
+  Real max_abs_logit = 0;
+  // A bound on the terms of grad with softmax - onehot taken apart: the scale
+  // at which rounding the logits perturbs it (cancellation included).
+  RealRows grad_bound;
 };
 
 }  // namespace infonce::oracle

@@ -36,4 +36,29 @@ void add_encoder_backward(const RealRows& weight, const RealRows& sentences, boo
   }
 }
 
+void add_encoder_backward_bound(const RealRows& weight, const RealRows& sentences, bool normalize,
+                                const RealRows& grad_embeddings_bound, Real factor,
+                                RealRows& bound) {
+  Eigen::Matrix<Real, Eigen::Dynamic, 1> linear(weight.rows());
+  Eigen::Matrix<Real, Eigen::Dynamic, 1> g(weight.rows());
+  for (Eigen::Index r = 0; r < sentences.rows(); ++r) {
+    linear = weight * sentences.row(r).transpose();
+    g = grad_embeddings_bound.row(r).transpose();
+    if (normalize) {
+      const Real norm = std::sqrt(linear.squaredNorm());
+      if (norm > kNormalizeEps) {
+        const Eigen::Matrix<Real, Eigen::Dynamic, 1> unit = (linear / norm).cwiseAbs();
+        g = (g + unit * unit.dot(g)) / norm;
+      } else {
+        g /= kNormalizeEps;
+      }
+    }
+    for (Eigen::Index i = 0; i < weight.rows(); ++i) {
+      for (Eigen::Index j = 0; j < weight.cols(); ++j) {
+        bound(i, j) += std::abs(factor * g(i) * sentences(r, j));
+      }
+    }
+  }
+}
+
 }  // namespace infonce::oracle

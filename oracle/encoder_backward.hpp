@@ -13,4 +13,10 @@ void add_encoder_backward(const RealRows& weight, const RealRows& sentences, boo
                           const RealRows& grad_embeddings, Real factor, RealRows& grad,
                           RealRows& magnitude);
 
+// The same map on absolute values, from a bound on |dL/dE| to a bound on the
+// terms of dL/dW: (|g| + |y| (|y| . |g|)) / n through the normalisation.
+void add_encoder_backward_bound(const RealRows& weight, const RealRows& sentences, bool normalize,
+                                const RealRows& grad_embeddings_bound, Real factor,
+                                RealRows& bound);
+
 }  // namespace infonce::oracle

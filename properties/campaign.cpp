@@ -59,6 +59,7 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   }
   if (verdict.uncompensated_checked) ++result.property_checks[kUncompensatedRatio];
   if (verdict.code_paths_checked) ++result.property_checks[kCodePathsAgree];
+  if (verdict.oracle_checked) ++result.property_checks[kOracleAgrees];
   // A step that threw has no error to show.
   if (!has_property(verdict, kNoCrash)) {
     result.error_histogram[scalar_name(spec.scalar)].add(verdict.report.scaled_err);
@@ -70,8 +71,8 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   }
 }
 
-PropertyOptions property_options_of(const CampaignOptions& options) {
-  return {options.mutant, campaign_schedule_seed(options.seed)};
+PropertyOptions property_options_of(const CampaignOptions& options, std::int64_t case_index) {
+  return {options.mutant, campaign_schedule_seed(options.seed), options.oracle, case_index};
 }
 
 // --- the self-check
@@ -230,7 +231,7 @@ struct BlockWork {
 class Campaign {
  public:
   explicit Campaign(const CampaignOptions& options)
-      : options_(options), property_options_(property_options_of(options)) {}
+      : options_(options) {}
 
   CampaignResult run() {
     const std::int32_t jobs = std::max(1, options_.jobs);
@@ -337,7 +338,7 @@ class Campaign {
   // Checks case `index` into the block; true if it failed.
   bool check_one(std::int64_t index, BlockWork& work) {
     const CaseSpec spec = generate_spec(options_.seed, index, options_.limits);
-    const CaseVerdict verdict = check_case(build_case(spec), property_options_);
+    const CaseVerdict verdict = check_case(build_case(spec), property_options_of(options_, index));
     tally(verdict, spec, work.record.tally);
     if (options_.self_check && index % std::max<std::int64_t>(1, options_.self_check_every) == 0) {
       ++work.record.tally.self_checked;
@@ -398,7 +399,6 @@ class Campaign {
   }
 
   const CampaignOptions& options_;
-  const PropertyOptions property_options_;
   std::atomic<std::int64_t> next_slot_{0};
   std::atomic<std::int64_t> failure_min_{kNoFailure};
   std::atomic<bool> stopping_{false};
@@ -540,7 +540,7 @@ void add_coverage(const CaseSpec& spec, Coverage& coverage) {
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,
                                const CaseVerdict& verdict, const CampaignOptions& options) {
   const std::string property = verdict.failures.front().property;
-  const PropertyOptions property_options = property_options_of(options);
+  const PropertyOptions property_options = property_options_of(options, index);
   const std::int32_t jobs = std::max(1, options.jobs);
   CampaignFailure failure;
   failure.case_index = index;
@@ -591,7 +591,7 @@ CaseReplay replay_case(const CampaignOptions& options, std::int64_t index) {
     replay.spec = generated.value();
     return generated;
   }();
-  replay.verdict = check_case(build_case(replay.spec), property_options_of(options));
+  replay.verdict = check_case(build_case(replay.spec), property_options_of(options, index));
   if (failed(replay.verdict)) {
     replay.failure = shrink_failure(index, shrinkable, replay.verdict, options);
   }

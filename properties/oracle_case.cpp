@@ -69,14 +69,17 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
   return d;
 }
 
-step::ReferenceValues oracle_values(const Case& c) {
+OracleValues oracle_values(const Case& c) {
   const oracle::Result r = oracle::evaluate(oracle_description(c, step::record_padding_draws(c)));
-  step::ReferenceValues values;
+  OracleValues out;
+  out.max_abs_logit = static_cast<double>(r.max_abs_logit);
+  out.grad_bound = to_double(r.grad_bound);
+  step::ReferenceValues& values = out.values;
   values.loss = static_cast<double>(r.loss);
   for (const oracle::Real loss : r.shard_losses) values.shard_losses.push_back(static_cast<double>(loss));
   values.grad = to_double(r.grad);
   values.grad_magnitude = to_double(r.grad_magnitude);
-  return values;
+  return out;
 }
 
 }  // namespace infonce::properties

@@ -15,8 +15,14 @@ namespace infonce::properties {
 // first: they are the inputs its step computes with.
 oracle::Description oracle_description(const Case& c, const loss::RecordedDraws& draws);
 
-// The oracle's objective of `c`, widened to double. Throws InputError where
-// the oracle finds no defined loss.
-step::ReferenceValues oracle_values(const Case& c);
+struct OracleValues {
+  step::ReferenceValues values;  // the oracle's objective, widened to double
+  double max_abs_logit = 0;
+  Matrix<double> grad_bound;  // oracle::Result::grad_bound
+};
+
+// The oracle's objective of `c`. Throws InputError where the oracle finds no
+// defined loss.
+OracleValues oracle_values(const Case& c);
 
 }  // namespace infonce::properties
