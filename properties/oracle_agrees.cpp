@@ -48,6 +48,14 @@ struct OracleTolerance {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle;
     return std::abs(value - oracle) <= loss_atol + (rtol + loss_atol) * std::abs(oracle);
   }
+  double loss_fraction(double value, double oracle) const {
+    if (std::isinf(value) || std::isinf(oracle)) return value == oracle ? 0 : INFINITY;
+    return std::abs(value - oracle) / (loss_atol + (rtol + loss_atol) * std::abs(oracle));
+  }
+  double grad_fraction(const Matrix<double>& grad, const Matrix<double>& oracle) const {
+    const double error = max_abs(grad - oracle);
+    return std::isfinite(error) ? error / (atol + rtol * grad_scale + rounding) : INFINITY;
+  }
   // Empty when `grad` is within tolerance of the oracle's.
   std::string grad_difference(const Matrix<double>& grad, const Matrix<double>& oracle) const {
     if (grad.rows() != oracle.rows() || grad.cols() != oracle.cols()) return "has the wrong shape";
@@ -98,6 +106,18 @@ std::string step_disagreement(const Case& c, const step::DistributedResult& dist
 }
 
 }  // namespace
+
+double tolerance_used(const Case& c, const step::ReferenceValues& values,
+                      const OracleValues& oracle) {
+  const OracleTolerance t(c, oracle);
+  double used = std::max(t.loss_fraction(values.loss, oracle.values.loss),
+                         t.grad_fraction(values.grad, oracle.values.grad));
+  for (std::size_t d = 0; d < oracle.values.shard_losses.size() && d < values.shard_losses.size();
+       ++d) {
+    used = std::max(used, t.loss_fraction(values.shard_losses[d], oracle.values.shard_losses[d]));
+  }
+  return used;
+}
 
 void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
                          const step::ReferenceValues& reference, CaseVerdict& verdict) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "casefile/case.hpp"
+#include "properties/oracle_case.hpp"
 #include "properties/properties.hpp"
 #include "step/run_case.hpp"
 
@@ -16,5 +17,11 @@ namespace infonce::properties {
 // reference did. `distributed` is the step's run of `c` (under the mutant).
 void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
                          const step::ReferenceValues& reference, CaseVerdict& verdict);
+
+// The fraction of oracle-agrees' tolerance that the difference between
+// `values` (the loss and gradient of the code under test) and the oracle's
+// uses: at most 1 passes. Infinite for a non-finite difference.
+double tolerance_used(const Case& c, const step::ReferenceValues& values,
+                      const OracleValues& oracle);
 
 }  // namespace infonce::properties
