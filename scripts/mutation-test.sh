@@ -13,14 +13,14 @@
 # case, and the property that caught it. Exit status 1 if some patch escapes
 # the oracle-on run. The working tree itself is never modified.
 #
-# Environment: MUTATION_DIR (default build/mutation), MUTATION_CASES (default:
+# Environment: MUTATION_DIR (default build/mutation; the copy is MUTATION_DIR/tree), MUTATION_CASES (default:
 # the ci profile's budget), JOBS (campaign threads, default 2).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${MUTATION_DIR:-$root/build/mutation}
 tree=$work/tree
-build=$work/build
+build=$tree/build
 jobs=${JOBS:-2}
 cases_option=()
 if [[ -n "${MUTATION_CASES:-}" ]]; then cases_option=(--cases "$MUTATION_CASES"); fi
@@ -40,8 +40,11 @@ copy_tree() {
   for entry in "$root"/*; do
     name=$(basename "$entry")
     [[ "$name" == build || "$name" == loss ]] && continue  # loss/: restore_loss
-    rm -rf "${tree:?}/$name"
-    cp -a "$entry" "$tree/$name"
+    # Unchanged entries keep their copy (and its mtimes, so nothing rebuilds).
+    if ! diff -rq "$entry" "$tree/$name" >/dev/null 2>&1; then
+      rm -rf "${tree:?}/$name"
+      cp -a "$entry" "$tree/$name"
+    fi
   done
 }
 # Copies back only the files that differ, with a fresh mtime, so that ninja
@@ -57,10 +60,21 @@ restore_loss() {
 copy_tree
 mkdir -p "$tree/loss"
 restore_loss
+
+# The copy's build directory is seeded from the tree's own build/ (object
+# files kept, absolute paths rewritten), so a patch recompiles one file and
+# relinks; without a build/ the copy is configured and built from scratch.
 if [[ ! -f "$build/build.ninja" ]]; then
-  cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DINFONCE_MPI=OFF >"$work/configure.log" 2>&1 ||
-    { echo "mutation-test: configuring the copy failed (see $work/configure.log)" >&2; exit 3; }
+  if [[ -f "$root/build/build.ninja" ]]; then
+    mkdir -p "$build"
+    (cd "$root/build" && tar cf - --exclude=./mutation .) | (cd "$build" && tar xpf -)
+    grep -rlI --include='*.ninja' --include='CMakeCache.txt' --include='*.cmake' \
+      --include='*.make' -e "$root" "$build" | xargs -r sed -i "s#$root#$tree#g"
+  else
+    cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >"$work/configure.log" 2>&1 ||
+      { echo "mutation-test: configuring the copy failed (see $work/configure.log)" >&2; exit 3; }
+  fi
 fi
 
 # run_check NAME MODE -> "caught|cases|property|shrunk" from the campaign's JSON.
