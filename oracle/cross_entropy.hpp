@@ -17,15 +17,16 @@ namespace infonce::oracle {
 // Masking compares raw similarities (before dividing by T) with the threshold
 // h_g = qd[t_g] + margin, a constant; qd and qq entries strictly above it are
 // -inf, dd entries never. `similarities[target]` is qd[t_g].
-inline std::vector<bool> kept_entries(const LogitRow& row, const std::vector<Real>& similarities,
-                                      const LossSettings& settings, bool apply_mask) {
-  std::vector<bool> kept(row.entries.size(), true);
-  if (!apply_mask) return kept;
+// `kept` is the caller's buffer (reused row after row).
+inline void mark_kept_entries(const LogitRow& row, const std::vector<Real>& similarities,
+                              const LossSettings& settings, bool apply_mask,
+                              std::vector<bool>& kept) {
+  kept.assign(row.entries.size(), true);
+  if (!apply_mask) return;
   const Real threshold = similarities[static_cast<std::size_t>(row.target)] + settings.fake_neg_margin;
   for (std::size_t e = 0; e < row.entries.size(); ++e) {
     if (row.entries[e].block != Block::dd && similarities[e] > threshold) kept[e] = false;
   }
-  return kept;
 }
 
 // A row with every logit masked has no defined loss (the trainer gives NaN).
@@ -50,7 +51,8 @@ S row_cross_entropy(const Rows<S>& embeddings, const LogitRow& row, const LossSe
     similarities.push_back(value_of(s));
     logits.push_back(s / S(settings.temperature));
   }
-  const std::vector<bool> kept = kept_entries(row, similarities, settings, apply_mask);
+  std::vector<bool> kept;
+  mark_kept_entries(row, similarities, settings, apply_mask, kept);
   require_some_kept(kept);
   if (!kept[static_cast<std::size_t>(row.target)]) return S(std::numeric_limits<Real>::infinity());
   Real shift = -std::numeric_limits<Real>::infinity();  // the largest kept logit, for stability

@@ -10,15 +10,22 @@
 namespace infonce::oracle {
 namespace {
 
+// Buffers reused from row to row (a campaign case has thousands of rows).
+struct Scratch {
+  std::vector<Real> similarities;
+  std::vector<bool> kept;
+};
+
 // Adds one row's loss and its gradient, scaled by `weight`, to `out`.
 void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings& settings,
-             bool apply_mask, Real weight, LossAndGradient& out) {
-  std::vector<Real> similarities;
-  similarities.reserve(row.entries.size());
+             bool apply_mask, Real weight, Scratch& scratch, LossAndGradient& out) {
+  std::vector<Real>& similarities = scratch.similarities;
+  similarities.clear();
   for (const Entry& entry : row.entries) {
     similarities.push_back(dot_rows(embeddings, entry.left, embeddings, entry.right));
   }
-  const std::vector<bool> kept = kept_entries(row, similarities, settings, apply_mask);
+  mark_kept_entries(row, similarities, settings, apply_mask, scratch.kept);
+  const std::vector<bool>& kept = scratch.kept;
   require_some_kept(kept);
   const Real inverse_t = 1 / settings.temperature;
   Real shift = -std::numeric_limits<Real>::infinity();
@@ -59,7 +66,10 @@ LossAndGradient mean_cross_entropy_backward(const RealRows& embeddings,
   out.grad_embeddings = RealRows::Zero(embeddings.rows(), embeddings.cols());
   out.grad_embeddings_bound = out.grad_embeddings;
   const Real weight = 1 / static_cast<Real>(rows.size());  // the mean over rows
-  for (const LogitRow& row : rows) add_row(embeddings, row, settings, apply_mask, weight, out);
+  Scratch scratch;
+  for (const LogitRow& row : rows) {
+    add_row(embeddings, row, settings, apply_mask, weight, scratch, out);
+  }
   return out;
 }
 

@@ -14,13 +14,14 @@ void add_encoder_backward(const RealRows& weight, const RealRows& sentences, boo
   INFONCE_ASSERT(grad_embeddings.cols() == weight.rows());
   Eigen::Matrix<Real, Eigen::Dynamic, 1> linear(weight.rows());  // e = W x
   Eigen::Matrix<Real, Eigen::Dynamic, 1> grad_linear(weight.rows());
+  Eigen::Matrix<Real, Eigen::Dynamic, 1> unit(weight.rows());
   for (Eigen::Index r = 0; r < sentences.rows(); ++r) {
-    linear = weight * sentences.row(r).transpose();
+    linear.noalias() = weight * sentences.row(r).transpose();
     grad_linear = grad_embeddings.row(r).transpose();
     if (normalize) {
       const Real norm = std::sqrt(linear.squaredNorm());
       if (norm > kNormalizeEps) {
-        const Eigen::Matrix<Real, Eigen::Dynamic, 1> unit = linear / norm;
+        unit = linear / norm;
         grad_linear = (grad_linear - unit * unit.dot(grad_linear)) / norm;
       } else {
         grad_linear /= kNormalizeEps;
@@ -41,13 +42,14 @@ void add_encoder_backward_bound(const RealRows& weight, const RealRows& sentence
                                 RealRows& bound) {
   Eigen::Matrix<Real, Eigen::Dynamic, 1> linear(weight.rows());
   Eigen::Matrix<Real, Eigen::Dynamic, 1> g(weight.rows());
+  Eigen::Matrix<Real, Eigen::Dynamic, 1> unit(weight.rows());
   for (Eigen::Index r = 0; r < sentences.rows(); ++r) {
-    linear = weight * sentences.row(r).transpose();
+    linear.noalias() = weight * sentences.row(r).transpose();
     g = grad_embeddings_bound.row(r).transpose();
     if (normalize) {
       const Real norm = std::sqrt(linear.squaredNorm());
       if (norm > kNormalizeEps) {
-        const Eigen::Matrix<Real, Eigen::Dynamic, 1> unit = (linear / norm).cwiseAbs();
+        unit = (linear / norm).cwiseAbs();
         g = (g + unit * unit.dot(g)) / norm;
       } else {
         g /= kNormalizeEps;

@@ -13,6 +13,8 @@ std::vector<LogitRow> batch_rows(const std::vector<Group>& groups, const LossSet
   std::vector<LogitRow> rows(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     LogitRow& row = rows[g];
+    row.entries.reserve(docs.size() * (settings.include_dd ? 2 : 1) +
+                        (settings.include_qq ? groups.size() : 0));
     const std::int32_t q = groups[g].query;
     const std::int32_t p = groups[g].positive;
     for (const std::int32_t doc : docs) row.entries.push_back({q, doc, Block::qd});

@@ -67,7 +67,8 @@ restore_loss
 if [[ ! -f "$build/build.ninja" ]]; then
   if [[ -f "$root/build/build.ninja" ]]; then
     mkdir -p "$build"
-    (cd "$root/build" && tar cf - --exclude=./mutation .) | (cd "$build" && tar xpf -)
+    # Never the mutation copies themselves (MUTATION_DIR may sit under build/).
+    (cd "$root/build" && tar cf - --exclude='./mutation*' .) | (cd "$build" && tar xpf -)
     grep -rlI --include='*.ninja' --include='CMakeCache.txt' --include='*.cmake' \
       --include='*.make' -e "$root" "$build" | xargs -r sed -i "s#$root#$tree#g"
   else
