@@ -10,7 +10,8 @@
 # with the oracle (oracle-agrees on, --oracle sampled: the ci default) and
 # with --oracle off (what the campaign judged before the oracle). Prints one
 # markdown table row per patch: caught or not, cases until caught, the shrunk
-# case, and the property that caught it. Exit status 1 if some patch escapes
+# case, and the properties the shrunk case fails (the first is the one the
+# campaign reports). Exit status 1 if some patch escapes
 # the oracle-on run. The working tree itself is never modified.
 #
 # Environment: MUTATION_DIR (default build/mutation; the copy is MUTATION_DIR/tree), MUTATION_CASES (default:
@@ -87,8 +88,8 @@ run_check() {
     echo "crash|-|exit $status|-"
     return
   fi
-  jq -r 'if .failure == null then "no|\(.cases_run)|-|-"
-         else "yes|\(.failure.case_index + 1)|\(.failure.property)|\(.failure.shrunk)" end' "$json"
+  jq -r 'if .failure == null then "no|\(.tally.cases_run)|-|-"
+         else "yes|\(.failure.case_index + 1)|\([.failure.failures[].property] | join(" + "))|\(.failure.shrunk)" end' "$json"
 }
 
 escaped=0
