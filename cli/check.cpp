@@ -50,7 +50,7 @@ struct CheckSettings : CampaignSettings {
 // What was typed; an option given as "" is still given (and then invalid).
 struct RawOptions {
   std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
-      corpus_dir, sut, sut_timeout;
+      corpus_dir, sut, sut_timeout, oracle;
   std::vector<std::string> reports, restrict;
   bool no_corpus = false, before_after = false, self_check = false;
 };
@@ -75,6 +75,9 @@ po::options_description check_options(RawOptions& raw) {
       "profile", po::value<std::string>()->value_name("ci|explore"),
       "ci: seed 1, 10000 cases, no clock; explore: seed from the commit, 10m, self-check")(
       "mutant", po::value<std::string>()->value_name("NAME"), "check a known-wrong variant")(
+      "oracle", po::value<std::string>()->value_name("every|sampled|off"),
+      "where oracle-agrees runs (default sampled: every case up to a size bound, above it every "
+      "16th)")(
       "limits", po::value<std::string>()->value_name("default|typical"), "generator distribution")(
       "format", po::value<std::string>()->value_name("human|json|junit"),
       "what standard output gets (default human)")(
@@ -110,6 +113,7 @@ void take_all(const po::variables_map& values, RawOptions& raw) {
   take(values, "sut", raw.sut);
   take(values, "sut-timeout", raw.sut_timeout);
   if (values.count("restrict")) raw.restrict = values["restrict"].as<std::vector<std::string>>();
+  take(values, "oracle", raw.oracle);
 }
 
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
@@ -149,6 +153,7 @@ CheckSettings settle(const RawOptions& raw) {
   s.campaign.limits = parse_limits("check", s.report.limits);
   s.campaign.mutant = parse_mutant("check", raw.mutant.value_or(""));
   s.report.mutant = s.campaign.mutant ? std::string(s.campaign.mutant->name) : "";
+  s.campaign.oracle = parse_oracle("check", raw.oracle.value_or("sampled"));
   if (raw.seed) {
     const SeedChoice seed = parse_seed("check", *raw.seed);
     s.campaign.seed = seed.seed;

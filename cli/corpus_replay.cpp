@@ -81,10 +81,10 @@ std::string failed_properties(const properties::CaseVerdict& verdict) {
   return names;
 }
 
-Outcome replay_found(const Case& c) {
+Outcome replay_found(const Case& c, properties::OracleMode oracle) {
   const Finding& found = *c.found;
   const std::uint64_t schedule_seed = properties::campaign_schedule_seed(found.seed);
-  const properties::CaseVerdict correct = properties::check_case(c, {nullptr, schedule_seed});
+  const properties::CaseVerdict correct = properties::check_case(c, {nullptr, schedule_seed, oracle});
   if (correct.discarded)
     return {false, "the reference rejects the case: " + correct.discard_reason};
   if (!found.mutant) {
@@ -98,7 +98,7 @@ Outcome replay_found(const Case& c) {
   const step::Mutant* mutant = step::find_mutant(*found.mutant);
   if (mutant == nullptr)
     return {false, "found.mutant '" + *found.mutant + "' is not a known mutant"};
-  const properties::CaseVerdict caught = properties::check_case(c, {mutant, schedule_seed});
+  const properties::CaseVerdict caught = properties::check_case(c, {mutant, schedule_seed, oracle});
   const bool still_caught = std::any_of(
       caught.failures.begin(), caught.failures.end(),
       [&](const properties::PropertyFailure& f) { return f.property == found.property; });
@@ -126,11 +126,11 @@ Outcome replay_run(const Case& c) {
   return {false, why};
 }
 
-Outcome replay_case_file(const fs::path& path) {
+Outcome replay_case_file(const fs::path& path, properties::OracleMode oracle) {
   try {
     const Case c = read_case_file(path);
     if (c.expect) return replay_expect(c);
-    if (c.found) return replay_found(c);
+    if (c.found) return replay_found(c, oracle);
     return replay_run(c);
   } catch (const InputError& e) {
     return {false, std::string("invalid: ") + e.what()};
@@ -192,8 +192,12 @@ std::string one_line(std::string text) {
 int run_corpus_replay(const CommandContext& context) {
   po::options_description options("options");
   add_sut_options(options);
+  std::string oracle_text = "every";
+  options.add_options()("oracle", po::value(&oracle_text)->value_name("every|sampled|off"),
+                        "whether oracle-agrees runs on found cases (default every)");
   const auto values = parse_options_and_words(context, options, "dir", 1);
   if (!values) return kExitOk;
+  const properties::OracleMode oracle = parse_oracle("corpus replay", oracle_text);
   std::optional<std::string> sut_command, sut_timeout;
   if (values->count("sut")) sut_command = (*values)["sut"].as<std::string>();
   if (values->count("sut-timeout")) sut_timeout = (*values)["sut-timeout"].as<std::string>();
@@ -230,7 +234,7 @@ int run_corpus_replay(const CommandContext& context) {
   if (sut) context.out << "sut: " << sut->handshake().name << "\n";
   std::int64_t passed = 0, failed = 0, outside = 0;
   for (const fs::path& file : cases) {
-    const Outcome outcome = sut ? replay_on_sut(file, *sut) : replay_case_file(file);
+    const Outcome outcome = sut ? replay_on_sut(file, *sut) : replay_case_file(file, oracle);
     (outcome.skipped ? outside : outcome.passed ? passed : failed)++;
     context.out << (outcome.skipped ? "SKIP  " : outcome.passed ? "PASS  " : "FAIL  ")
                 << file.string() << "  " << one_line(outcome.why) << "\n";

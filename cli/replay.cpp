@@ -40,7 +40,7 @@ std::int64_t parse_case_index(const std::string& text) {
 }
 
 struct RawOptions {
-  std::string seed, case_index, mutant, limits = "default", corpus_dir;
+  std::string seed, case_index, mutant, limits = "default", corpus_dir, oracle = "every";
   bool given_seed = false, given_index = false, given_limits = false, given_corpus_dir = false;
   bool no_corpus = false;
   std::vector<std::string> files;
@@ -74,6 +74,7 @@ int replay_generated(const CommandContext& context, const RawOptions& raw) {
   options.seed = seed.seed;
   options.limits = parse_limits("replay", raw.limits);
   options.mutant = parse_mutant("replay", raw.mutant);
+  options.oracle = parse_oracle("replay", raw.oracle);
   const std::string corpus_dir = raw.corpus_dir.empty() ? kDefaultCorpusFoundDir : raw.corpus_dir;
   if (!raw.no_corpus) check_writable_dir("replay", "--corpus-dir", corpus_dir);
 
@@ -183,7 +184,8 @@ int replay_file(const CommandContext& context, const RawOptions& raw) {
   }
   const std::uint64_t seed = c.found ? c.found->seed : 1;
   const properties::CaseVerdict verdict =
-      properties::check_case(c, {mutant, properties::campaign_schedule_seed(seed)});
+      properties::check_case(c, {mutant, properties::campaign_schedule_seed(seed),
+                                 parse_oracle("replay", raw.oracle)});
   context.out << "replay: " << path << "\n";
   if (c.found) {
     context.out << "  found:    seed " << c.found->seed << ", case " << c.found->case_index
@@ -215,6 +217,8 @@ int run_replay(const CommandContext& context) {
       "mutant", po::value(&raw.mutant)->value_name("NAME"),
       "the known-wrong variant ('none': the correct step, even if the file names a mutant)")(
       "limits", po::value(&raw.limits)->value_name("default|typical"), "generator distribution")(
+      "oracle", po::value(&raw.oracle)->value_name("every|sampled|off"),
+      "where oracle-agrees runs (default every)")(
       "corpus-dir", po::value(&raw.corpus_dir)->value_name("DIR"),
       "where the shrunk case is saved (default corpus/found, relative to the working directory)")(
       "no-corpus", po::bool_switch(&raw.no_corpus), "do not save the shrunk case");

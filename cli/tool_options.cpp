@@ -215,6 +215,13 @@ properties::GeneratorLimits parse_limits(std::string_view command, std::string_v
   usage(command, "--limits", "must be 'default' or 'typical', not " + shown(text));
 }
 
+properties::OracleMode parse_oracle(std::string_view command, std::string_view text) {
+  if (text == "every") return properties::OracleMode::every;
+  if (text == "sampled") return properties::OracleMode::sampled;
+  if (text == "off") return properties::OracleMode::off;
+  usage(command, "--oracle", "must be 'every', 'sampled' or 'off', not " + shown(text));
+}
+
 const step::Mutant* parse_mutant(std::string_view command, std::string_view text) {
   if (text.empty() || text == "none") return nullptr;
   const step::Mutant* mutant = step::find_mutant(text);

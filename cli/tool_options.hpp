@@ -46,6 +46,8 @@ std::int32_t parse_jobs(std::string_view command, std::string_view text);
 properties::GeneratorLimits parse_limits(std::string_view command, std::string_view text);
 // nullptr for "" (no mutant); UsageError for an unknown name.
 const step::Mutant* parse_mutant(std::string_view command, std::string_view text);
+// --oracle every|sampled|off (properties::OracleMode).
+properties::OracleMode parse_oracle(std::string_view command, std::string_view text);
 
 enum class OutputFormat { human, json, junit };
 OutputFormat parse_format(std::string_view command, std::string_view text);

@@ -59,6 +59,7 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   if (verdict.schedule_checked) ++result.property_checks[kScheduleIndependent];
   if (verdict.uncompensated_checked) ++result.property_checks[kUncompensatedRatio];
   if (verdict.code_paths_checked) ++result.property_checks[kCodePathsAgree];
+  if (verdict.oracle_checked) ++result.property_checks[kOracleAgrees];
   // A step that threw has no error to show.
   if (!has_property(verdict, kNoCrash)) {
     result.error_histogram[scalar_name(spec.scalar)].add(verdict.report.scaled_err);
@@ -70,8 +71,8 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   }
 }
 
-PropertyOptions property_options_of(const CampaignOptions& options) {
-  return {options.mutant, campaign_schedule_seed(options.seed)};
+PropertyOptions property_options_of(const CampaignOptions& options, std::int64_t case_index) {
+  return {options.mutant, campaign_schedule_seed(options.seed), options.oracle, case_index};
 }
 
 // The case a spec stands for, as the step at hand runs it.
@@ -81,10 +82,13 @@ Case case_of(const CaseSpec& spec, const CampaignOptions& options) {
 }
 
 // The verdict of a spec, checked on worker `job`.
-CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std::int32_t job) {
+// (`case_index` decides whether a sampled property runs; a shrink candidate
+// takes the index of the case it shrinks.)
+CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std::int32_t job,
+                       std::int64_t case_index) {
   const Case c = case_of(spec, options);
   return options.external ? options.external->check(c, job)
-                          : check_case(c, property_options_of(options));
+                          : check_case(c, property_options_of(options, case_index));
 }
 
 // --- the self-check
@@ -223,10 +227,10 @@ std::vector<Candidate> next_candidates(rc::Seq<rc::Shrinkable<CaseSpec>>& sequen
 
 // Candidate i runs on worker i (a batch holds at most `jobs` candidates).
 std::vector<CaseVerdict> check_all(const std::vector<Candidate>& batch,
-                                   const CampaignOptions& options) {
+                                   const CampaignOptions& options, std::int64_t case_index) {
   std::vector<CaseVerdict> verdicts(batch.size());
   auto check = [&](std::size_t i) {
-    verdicts[i] = verdict_of(batch[i].spec, options, static_cast<std::int32_t>(i));
+    verdicts[i] = verdict_of(batch[i].spec, options, static_cast<std::int32_t>(i), case_index);
   };
   std::vector<std::jthread> helpers;
   for (std::size_t i = 1; i < batch.size(); ++i) helpers.emplace_back(check, i);
@@ -352,7 +356,7 @@ class Campaign {
   // Checks case `index` into the block; true if it failed.
   bool check_one(std::int64_t index, std::int32_t job, BlockWork& work) {
     const CaseSpec spec = generate_spec(options_.seed, index, options_.limits);
-    const CaseVerdict verdict = verdict_of(spec, options_, job);
+    const CaseVerdict verdict = verdict_of(spec, options_, job, index);
     tally(verdict, spec, work.record.tally);
     if (options_.self_check && index % std::max<std::int64_t>(1, options_.self_check_every) == 0) {
       ++work.record.tally.self_checked;
@@ -576,7 +580,7 @@ CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec
       const auto batch =
           next_candidates(candidates, std::min(jobs, options.max_shrink_evaluations - evaluations));
       if (batch.empty()) break;
-      const auto verdicts = check_all(batch, options);
+      const auto verdicts = check_all(batch, options, index);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         ++evaluations;
         if (!verdicts[i].discarded && has_property(verdicts[i], property)) {
@@ -604,7 +608,7 @@ CaseReplay replay_case(const CampaignOptions& options, std::int64_t index) {
     replay.spec = generated.value();
     return generated;
   }();
-  replay.verdict = verdict_of(replay.spec, options, 0);
+  replay.verdict = verdict_of(replay.spec, options, 0, index);
   if (failed(replay.verdict)) {
     replay.failure = shrink_failure(index, shrinkable, replay.verdict, options);
   }

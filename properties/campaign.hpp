@@ -121,6 +121,7 @@ struct CampaignOptions {
   std::uint64_t seed = 1;
   std::int64_t cases = 1000;  // the case budget (kUnboundedCases: none)
   const step::Mutant* mutant = nullptr;
+  OracleMode oracle = OracleMode::sampled;  // where oracle-agrees runs
   GeneratorLimits limits = default_limits();
   std::int32_t max_shrink_evaluations = 3000;  // a limit on everything
   std::int32_t jobs = 1;                       // worker threads; the result does not depend on it

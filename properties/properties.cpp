@@ -9,6 +9,7 @@
 #include "loss/groups.hpp"
 #include "loss/infonce.hpp"
 #include "loss/padding.hpp"
+#include "properties/oracle_agrees.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -172,7 +173,7 @@ void check_code_paths(const Case& c, CaseVerdict& verdict) {
 
 std::vector<std::string> property_names() {
   return {kGradientMatches, kUncompensatedRatio,   kCodePathsAgree, kScheduleIndependent,
-          kEqualLoss,       kPaddingSkipsPositive, kNoCrash};
+          kEqualLoss,       kPaddingSkipsPositive, kNoCrash,        kOracleAgrees};
 }
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
@@ -202,6 +203,10 @@ CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
     check_schedule(setup, fifo, options.schedule_seed, verdict);
     check_uncompensated(c, setup, reference, verdict);
     check_code_paths(c, verdict);
+    if (oracle_applies(c, options.oracle, options.case_index)) {
+      verdict.oracle_checked = true;
+      check_oracle_agrees(c, fifo, reference, verdict);
+    }
   } catch (const std::exception& e) {
     verdict.failures.push_back({kNoCrash, e.what()});
   }

@@ -20,8 +20,25 @@ inline constexpr const char* kScheduleIndependent = "schedule-independent";     
 inline constexpr const char* kEqualLoss = "equal-loss-on-every-rank";           // 5
 inline constexpr const char* kPaddingSkipsPositive = "padding-skips-positive";  // 6
 inline constexpr const char* kNoCrash = "step-runs";  // the distributed step did not throw
+// The loss/ reference and the distributed step both agree with oracle/, an
+// implementation of SPEC sections 1, 2 and 4 that shares no code with them.
+inline constexpr const char* kOracleAgrees = "oracle-agrees";
 
 std::vector<std::string> property_names();
+
+// Where oracle-agrees runs. sampled: on every case whose oracle work
+// (oracle_work) is at most kOracleWorkBound, and above it on every
+// kOracleSampleEvery-th case index: a deterministic sample. Never on float32
+// cases with the fake-negative mask (near ties, properties/oracle_agrees.cpp).
+enum class OracleMode { every, sampled, off };
+inline constexpr std::int64_t kOracleWorkBound = 250'000;
+inline constexpr std::int64_t kOracleSampleEvery = 16;
+
+// The similarity multiply-adds the oracle spends on `c`: per micro-step,
+// groups x logit-row length x D (an upper bound on the row length), plus
+// the encoder's rows x D x F.
+std::int64_t oracle_work(const Case& c);
+bool oracle_applies(const Case& c, OracleMode mode, std::int64_t case_index);
 
 struct PropertyFailure {
   std::string property;
@@ -36,11 +53,14 @@ struct CaseVerdict {
   bool uncompensated_checked = false;
   bool code_paths_checked = false;
   bool schedule_checked = true;  // false for an external step (no schedule of ours to vary)
+  bool oracle_checked = false;
 };
 
 struct PropertyOptions {
   const step::Mutant* mutant = nullptr;
   std::uint64_t schedule_seed = 1;  // the random interleaving compared with FIFO
+  OracleMode oracle = OracleMode::every;
+  std::int64_t case_index = 0;  // the campaign's index of the case (the oracle's sample)
 };
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options);

@@ -276,7 +276,9 @@ TEST(Check, JunitIsWellFormedXmlWithATestcasePerPropertyAndMutant) {
   expected.push_back("ga-twice is caught");
   expected.push_back("reruns are bit-identical");
   EXPECT_EQ(testcases, expected);
-  EXPECT_EQ(failures, "1");  // gradient-matches-reference, with the shrunk case
+  // gradient-matches-reference, with the shrunk case, and oracle-agrees: the
+  // step's gradient is wrong against the oracle too.
+  EXPECT_EQ(failures, "2");
   // The reproduce command starts with the program as it was invoked.
   EXPECT_NE(result.out.find("reproduce: " + std::string(INFONCE_SIM_BINARY) +
                             " replay --seed 1 --case-index 1 --mutant ga-twice --no-corpus"),
@@ -289,7 +291,7 @@ TEST(Check, PassingJunitHasNoFailure) {
       run_infonce_sim({"check", "--seed", "3", "--cases", "100", "--format", "junit"});
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(xml_problem(result.out), "");
-  EXPECT_NE(result.out.find("<testsuites name=\"infonce-sim\" tests=\"7\" failures=\"0\""),
+  EXPECT_NE(result.out.find("<testsuites name=\"infonce-sim\" tests=\"8\" failures=\"0\""),
             std::string::npos)
       << result.out;
 }

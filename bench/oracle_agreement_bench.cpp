@@ -1,0 +1,104 @@
+// The oracle against the loss/ reference on campaign cases: the worst
+// disagreement per dtype, in the campaign's terms (gradient error over the
+// summand scale; loss error over |loss|). A measurement, not a test: the
+// property oracle-agrees is what judges every case.
+// Usage: oracle_agreement_bench [first=0] [count=1000000] [default|typical] [seed=1]
+// (split a long run into index ranges and run them side by side)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "base/error.hpp"
+#include "properties/campaign.hpp"
+#include "properties/oracle_agrees.hpp"
+#include "step/run_case.hpp"
+
+namespace {
+
+struct Worst {
+  std::int64_t cases = 0;
+  double used = 0;  // of oracle-agrees' tolerance (properties/oracle_agrees.hpp)
+  std::int64_t used_index = -1;
+  double grad = 0;  // max |G_ref - G_oracle| / max(max|G_oracle|, max summand)
+  double loss = 0;  // max |L_ref - L_oracle| / max(|L_oracle|, 1e-300)
+  std::int64_t grad_index = -1;
+};
+
+double max_abs(const infonce::Matrix<double>& m) { return m.size() ? m.cwiseAbs().maxCoeff() : 0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace infonce;
+  const std::int64_t first = argc > 1 ? std::atoll(argv[1]) : 0;
+  const std::int64_t count = argc > 2 ? std::atoll(argv[2]) : 1'000'000;
+  const std::string limits_name = argc > 3 ? argv[3] : "default";
+  const std::uint64_t seed = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 1;
+  const properties::GeneratorLimits limits =
+      limits_name == "typical" ? properties::typical_limits() : properties::default_limits();
+  Worst worst[2];  // float64, float32
+  std::int64_t discarded = 0, oracle_rejected = 0, not_judged = 0;
+  for (std::int64_t i = first; i < first + count; ++i) {
+    const Case c = properties::build_case(properties::generate_spec(seed, i, limits));
+    step::ReferenceValues reference;
+    try {
+      reference = step::compute_case_reference(c);
+    } catch (const InputError&) {
+      ++discarded;
+      continue;
+    }
+    if (!properties::oracle_applies(c, properties::OracleMode::every, i)) {
+      ++not_judged;  // float32 with the fake-negative mask (properties/oracle_agrees.cpp)
+      continue;
+    }
+    properties::OracleValues oracle;
+    try {
+      oracle = properties::oracle_values(c);
+    } catch (const InputError& e) {
+      ++oracle_rejected;
+      std::printf("case %lld: oracle rejects what the reference accepts: %s\n",
+                  static_cast<long long>(i), e.what());
+      continue;
+    }
+    Worst& w = worst[c.scalar == ScalarType::float64 ? 0 : 1];
+    ++w.cases;
+    const double used = properties::tolerance_used(c, reference, oracle);
+    if (used > w.used) {
+      w.used = used;
+      w.used_index = i;
+    }
+    const double scale =
+        std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
+    const double grad = scale > 0 ? max_abs(reference.grad - oracle.values.grad) / scale : 0;
+    if (grad > w.grad) {
+      w.grad = grad;
+      w.grad_index = i;
+      if (std::getenv("ORACLE_BENCH_VERBOSE")) {
+        std::printf("case %lld: grad err %.3e scale %.3e bound %.3e max|z| %.3e loss %.17g vs %.17g\n",
+                    static_cast<long long>(i), max_abs(reference.grad - oracle.values.grad), scale,
+                    max_abs(oracle.grad_bound), oracle.max_abs_logit, reference.loss,
+                    oracle.values.loss);
+      }
+    }
+    if (std::isfinite(oracle.values.loss) && oracle.values.loss != 0) {
+      w.loss = std::max(w.loss, std::abs(reference.loss - oracle.values.loss) /
+                                    std::abs(oracle.values.loss));
+    }
+  }
+  std::printf("seed %llu, %s, cases [%lld, %lld): %lld discarded by the reference, %lld not judged, %lld rejected by the oracle\n",
+              static_cast<unsigned long long>(seed), limits_name.c_str(),
+              static_cast<long long>(first), static_cast<long long>(first + count),
+              static_cast<long long>(discarded), static_cast<long long>(not_judged),
+              static_cast<long long>(oracle_rejected));
+  const char* names[2] = {"float64", "float32"};
+  for (int k = 0; k < 2; ++k) {
+    std::printf("%s: %lld cases, worst %.3e of the tolerance used (case %lld); worst gradient error %.3e of "
+                "the summand scale (case %lld), worst loss error %.3e relative\n",
+                names[k], static_cast<long long>(worst[k].cases), worst[k].used,
+                static_cast<long long>(worst[k].used_index), worst[k].grad,
+                static_cast<long long>(worst[k].grad_index), worst[k].loss);
+  }
+  return oracle_rejected == 0 ? 0 : 1;
+}

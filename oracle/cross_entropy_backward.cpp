@@ -1,0 +1,76 @@
+#include "oracle/cross_entropy_backward.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/assert.hpp"
+#include "oracle/cross_entropy.hpp"
+
+namespace infonce::oracle {
+namespace {
+
+// Buffers reused from row to row (a campaign case has thousands of rows).
+struct Scratch {
+  std::vector<Real> similarities;
+  std::vector<bool> kept;
+};
+
+// Adds one row's loss and its gradient, scaled by `weight`, to `out`.
+void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings& settings,
+             bool apply_mask, Real weight, Scratch& scratch, LossAndGradient& out) {
+  std::vector<Real>& similarities = scratch.similarities;
+  similarities.clear();
+  for (const Entry& entry : row.entries) {
+    similarities.push_back(dot_rows(embeddings, entry.left, embeddings, entry.right));
+  }
+  mark_kept_entries(row, similarities, settings, apply_mask, scratch.kept);
+  const std::vector<bool>& kept = scratch.kept;
+  require_some_kept(kept);
+  const Real inverse_t = 1 / settings.temperature;
+  Real shift = -std::numeric_limits<Real>::infinity();
+  for (std::size_t e = 0; e < similarities.size(); ++e) {
+    if (!kept[e]) continue;
+    shift = std::max(shift, similarities[e] * inverse_t);
+    out.max_abs_logit = std::max(out.max_abs_logit, std::abs(similarities[e] * inverse_t));
+  }
+  Real sum = 0;
+  for (std::size_t e = 0; e < similarities.size(); ++e) {
+    if (kept[e]) sum += std::exp(similarities[e] * inverse_t - shift);
+  }
+  const auto target = static_cast<std::size_t>(row.target);
+  const bool target_kept = kept[target];
+  out.loss += weight * (target_kept ? std::log(sum) + shift - similarities[target] * inverse_t
+                                    : std::numeric_limits<Real>::infinity());
+  for (std::size_t e = 0; e < similarities.size(); ++e) {
+    if (!kept[e]) continue;
+    const Real softmax = std::exp(similarities[e] * inverse_t - shift) / sum;
+    const Real d_logit = e == target ? softmax - 1 : softmax;  // target: only when kept
+    const Real d_similarity = weight * d_logit * inverse_t;
+    const Real d_bound = weight * (e == target ? softmax + 1 : softmax) * inverse_t;
+    const Entry& entry = row.entries[e];
+    out.grad_embeddings.row(entry.left) += d_similarity * embeddings.row(entry.right);
+    out.grad_embeddings.row(entry.right) += d_similarity * embeddings.row(entry.left);
+    out.grad_embeddings_bound.row(entry.left) += d_bound * embeddings.row(entry.right).cwiseAbs();
+    out.grad_embeddings_bound.row(entry.right) += d_bound * embeddings.row(entry.left).cwiseAbs();
+  }
+}
+
+}  // namespace
+
+LossAndGradient mean_cross_entropy_backward(const RealRows& embeddings,
+                                            const std::vector<LogitRow>& rows,
+                                            const LossSettings& settings, bool apply_mask) {
+  INFONCE_ASSERT(!rows.empty());
+  LossAndGradient out;
+  out.grad_embeddings = RealRows::Zero(embeddings.rows(), embeddings.cols());
+  out.grad_embeddings_bound = out.grad_embeddings;
+  const Real weight = 1 / static_cast<Real>(rows.size());  // the mean over rows
+  Scratch scratch;
+  for (const LogitRow& row : rows) {
+    add_row(embeddings, row, settings, apply_mask, weight, scratch, out);
+  }
+  return out;
+}
+
+}  // namespace infonce::oracle

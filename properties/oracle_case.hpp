@@ -1,0 +1,28 @@
+// A case as the oracle reads it (oracle/description.hpp): the plain numbers of
+// the case file, labels written out from the layout, and the padding draws the
+// step used. The oracle's values in the form the step's evaluation compares.
+#pragma once
+
+#include "casefile/case.hpp"
+#include "loss/padding.hpp"
+#include "oracle/description.hpp"
+#include "step/run_case.hpp"
+
+namespace infonce::properties {
+
+// `draws`: [micro][dp shard], what the step's generators drew
+// (step::record_padding_draws). A float32 case's numbers are rounded to float
+// first: they are the inputs its step computes with.
+oracle::Description oracle_description(const Case& c, const loss::RecordedDraws& draws);
+
+struct OracleValues {
+  step::ReferenceValues values;  // the oracle's objective, widened to double
+  double max_abs_logit = 0;
+  Matrix<double> grad_bound;  // oracle::Result::grad_bound
+};
+
+// The oracle's objective of `c`. Throws InputError where the oracle finds no
+// defined loss.
+OracleValues oracle_values(const Case& c);
+
+}  // namespace infonce::properties
