@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/assert.hpp"
 #include "base/error.hpp"
 #include "loss/encoder.hpp"
 #include "loss/groups.hpp"
@@ -162,6 +163,17 @@ void check_code_paths(const Case& c, CaseVerdict& verdict) {
 std::vector<std::string> property_names() {
   return {kGradientMatches, kUncompensatedRatio,   kCodePathsAgree, kScheduleIndependent,
           kEqualLoss,       kPaddingSkipsPositive, kNoCrash};
+}
+
+const char* property_catching(step::CaughtBy caught_by) {
+  switch (caught_by) {
+    case step::CaughtBy::gradient: return kGradientMatches;
+    case step::CaughtBy::padding: return kPaddingSkipsPositive;
+    case step::CaughtBy::equal_loss: return kEqualLoss;
+    case step::CaughtBy::crash: return kNoCrash;
+  }
+  INFONCE_ASSERT(false);
+  return kNoCrash;
 }
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options) {

@@ -23,6 +23,9 @@ inline constexpr const char* kNoCrash = "step-runs";  // the distributed step di
 
 std::vector<std::string> property_names();
 
+// The property name of a mutant's CaughtBy.
+const char* property_catching(step::CaughtBy caught_by);
+
 struct PropertyFailure {
   std::string property;
   std::string detail;  // one line

@@ -18,18 +18,14 @@ const std::array kMutants = {
     Mutant{"compensate-without-batch", "compensates by P although use_batch is false",
            CaughtBy::gradient, [](Case&, StepVariant& v) { v.compensate_without_batch = true; }},
     Mutant{"own-slot-at-world-rank", "puts the rank's live rows at its world rank, not its DP rank",
-           CaughtBy::gradient, [](Case&, StepVariant& v) { v.own_slot_at_world_rank = true; }},
-    Mutant{"threshold-grad",
-           "lets gradient flow through the fake-negative threshold (equivalent: the mask is a step "
-           "function of it)",
-           CaughtBy::none, [](Case&, StepVariant& v) { v.detach_threshold = false; }},
+           CaughtBy::crash, [](Case&, StepVariant& v) { v.own_slot_at_world_rank = true; }},
     Mutant{"ga-missing", "omits the 1/A gradient-accumulation normalisation", CaughtBy::gradient,
            [](Case&, StepVariant& v) { v.accumulation = AccumulationScaling::missing; }},
     Mutant{"ga-twice", "applies the 1/A gradient-accumulation normalisation twice",
            CaughtBy::gradient,
            [](Case&, StepVariant& v) { v.accumulation = AccumulationScaling::twice; }},
     Mutant{"labels-ungathered", "tensor path gathers embeddings but leaves labels local",
-           CaughtBy::gradient, [](Case& c, StepVariant& v) {
+           CaughtBy::crash, [](Case& c, StepVariant& v) {
              c.gather = GatherPath::tensor;
              v.labels_ungathered = true;
            }},

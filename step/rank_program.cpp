@@ -213,14 +213,12 @@ const Matrix<Scalar>& as_scalar(const Matrix<double>& m, Matrix<Scalar>& storage
 template <class Scalar>
 std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
     SharedLosses<Scalar>* shared, std::int32_t micro, const Matrix<Scalar>& embeddings,
-    const loss::GroupLayout& layout, const loss::LossSettings& settings,
-    loss::LossVariant variant) {
+    const loss::GroupLayout& layout, const loss::LossSettings& settings) {
   if (shared != nullptr) {
-    return shared->loss_and_gradient(micro, embeddings, layout, settings, variant);
+    return shared->loss_and_gradient(micro, embeddings, layout, settings);
   }
   return std::make_shared<const loss::LossAndGradient<Scalar>>(
-      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings,
-                                              loss::CodePath::automatic, variant));
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings));
 }
 
 }  // namespace
@@ -246,7 +244,6 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
   const std::int32_t own_slot = v.own_slot_at_world_rank ? world_rank : dp_rank;
   const auto scale = static_cast<Scalar>(compensation_scale(c, v));
   const auto divisor = static_cast<Scalar>(accumulation_divisor(c, v));
-  const loss::LossVariant loss_variant{.detach_threshold = v.detach_threshold};
   RankPadding padding = rank_padding(c, world_rank);
 
   RankOutput<Scalar> out;
@@ -279,7 +276,7 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     out.padded_positives += count_padded_positives(layout);
 
     const auto result =
-        loss_and_gradient(shared, micro, global.embeddings, layout, c.loss, loss_variant);
+        loss_and_gradient(shared, micro, global.embeddings, layout, c.loss);
     const Scalar reported = v.scale_reported_loss ? result->loss * scale : result->loss;
     out.reported_loss += reported / divisor;
 

@@ -73,7 +73,7 @@ const typename SharedLosses<Scalar>::Entry* SharedLosses<Scalar>::find(
 template <class Scalar>
 std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::loss_and_gradient(
     std::int32_t micro, const Matrix<Scalar>& embeddings, const loss::GroupLayout& layout,
-    const loss::LossSettings& settings, loss::LossVariant variant) {
+    const loss::LossSettings& settings) {
   const std::uint64_t key = input_hash(micro, embeddings, layout);
   if (const Entry* e = find(key, micro, embeddings, layout)) {
     ++reuses_;
@@ -82,7 +82,7 @@ std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::loss_
   ++evaluations_;
   auto result =
       std::make_shared<const loss::LossAndGradient<Scalar>>(loss::infonce_loss_and_gradient<Scalar>(
-          embeddings, layout, settings, loss::CodePath::automatic, variant));
+          embeddings, layout, settings));
   if (entries_.size() < kMaxEntries) {
     index_.emplace(key, entries_.size());
     entries_.push_back(Entry{micro, embeddings, layout, result});

@@ -33,10 +33,10 @@ class SharedLosses {
   static constexpr std::size_t kMaxEntries = 64;
 
   // The loss and dL/dE of `embeddings` under `layout` for micro-step `micro`;
-  // settings and variant are the step's own, the same for every rank.
+  // settings are the step's own, the same for every rank.
   std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
       std::int32_t micro, const Matrix<Scalar>& embeddings, const loss::GroupLayout& layout,
-      const loss::LossSettings& settings, loss::LossVariant variant);
+      const loss::LossSettings& settings);
 
   std::int64_t evaluations() const { return evaluations_; }  // losses actually computed
   std::int64_t reuses() const { return reuses_; }

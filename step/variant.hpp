@@ -22,7 +22,6 @@ struct StepVariant {
   bool compensate_under_sum = false;      // wrong: scale even when the reducer sums
   bool compensate_without_batch = false;  // wrong: scale by P even when use_batch is false
   bool own_slot_at_world_rank = false;    // wrong: own live rows at the world rank's slot
-  bool detach_threshold = true;           // false: threshold gradient flows (equivalent mutant)
   AccumulationScaling accumulation = AccumulationScaling::once;
   bool labels_ungathered = false;         // wrong (tensor path): embeddings gathered, labels not
 };

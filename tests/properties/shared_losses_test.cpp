@@ -31,8 +31,8 @@ bool same_bits(const Matrix<double>& a, const Matrix<double>& b) {
 TEST(SharedLosses, IdenticalInputsAreEvaluatedOnce) {
   SharedLosses<double> shared;
   const loss::LossSettings settings;
-  const auto first = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
-  const auto second = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
+  const auto first = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
+  const auto second = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
   EXPECT_EQ(shared.evaluations(), 1);
   EXPECT_EQ(shared.reuses(), 1);
   EXPECT_EQ(first.get(), second.get());
@@ -45,14 +45,14 @@ TEST(SharedLosses, IdenticalInputsAreEvaluatedOnce) {
 TEST(SharedLosses, ADifferentBitMicroStepOrLayoutIsEvaluatedAgain) {
   SharedLosses<double> shared;
   const loss::LossSettings settings;
-  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
   // The smallest change of one entry: the next double after 1.0.
-  shared.loss_and_gradient(0, embeddings_2x2(std::nextafter(1.0, 2.0)), one_pair(), settings, {});
-  shared.loss_and_gradient(1, embeddings_2x2(1.0), one_pair(), settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(std::nextafter(1.0, 2.0)), one_pair(), settings);
+  shared.loss_and_gradient(1, embeddings_2x2(1.0), one_pair(), settings);
   loss::GroupLayout swapped;
   const std::int32_t rows[] = {1, 0};
   swapped.add_group(rows);
-  shared.loss_and_gradient(0, embeddings_2x2(1.0), swapped, settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), swapped, settings);
   EXPECT_EQ(shared.evaluations(), 4);
   EXPECT_EQ(shared.reuses(), 0);
 }
@@ -62,11 +62,11 @@ TEST(SharedLosses, PastTheEntryLimitRanksComputeUnshared) {
   const loss::LossSettings settings;
   const auto limit = static_cast<std::int32_t>(SharedLosses<double>::kMaxEntries);
   for (std::int32_t micro = 0; micro < limit + 3; ++micro) {
-    shared.loss_and_gradient(micro, embeddings_2x2(1.0), one_pair(), settings, {});
+    shared.loss_and_gradient(micro, embeddings_2x2(1.0), one_pair(), settings);
   }
   // Entries under the limit are still found; those past it were not stored.
-  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
-  shared.loss_and_gradient(limit + 1, embeddings_2x2(1.0), one_pair(), settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
+  shared.loss_and_gradient(limit + 1, embeddings_2x2(1.0), one_pair(), settings);
   EXPECT_EQ(shared.reuses(), 1);
   EXPECT_EQ(shared.evaluations(), limit + 4);
 }
