@@ -25,19 +25,35 @@ const std::array kMutants = {
            CaughtBy::gradient,
            [](Case&, StepVariant& v) { v.accumulation = AccumulationScaling::twice; }},
     Mutant{"labels-ungathered", "tensor path gathers embeddings but leaves labels local",
-           CaughtBy::crash, [](Case& c, StepVariant& v) {
+           CaughtBy::crash,
+           [](Case& c, StepVariant& v) {
              c.gather = GatherPath::tensor;
              v.labels_ungathered = true;
            }},
+    Mutant{"partial-window-by-steps",
+           "normalises a partial accumulation window by the configured steps A, not its length A'",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.window_by_configured_steps = true; }},
+    Mutant{"rank-major-documents",
+           "documents gathered rank by rank [p n n | p n n]; targets assume all positives first",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.rank_major_documents = true; }},
+    Mutant{"dp-sum-on-compensated-loss",
+           "all-reduces a sum over the DP group on top of the loss compensated for a mean",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.sum_reduce_under_mean = true; }},
+    Mutant{"targets-offset-by-world-rank",
+           "offsets the own groups' targets by the world rank, not the DP rank (with replicas)",
+           CaughtBy::crash, [](Case&, StepVariant& v) { v.targets_at_world_rank = true; }},
     Mutant{"legacy-padding", "hard-negative padding draws row j+1, which can be the positive",
-           CaughtBy::padding, [](Case& c, StepVariant&) { c.loss.padding = loss::Padding::legacy; }},
+           CaughtBy::padding,
+           [](Case& c, StepVariant&) { c.loss.padding = loss::Padding::legacy; }},
     Mutant{"per-rank-rng", "each rank pads with its own generator seed; ranks disagree on the loss",
            CaughtBy::equal_loss, [](Case& c, StepVariant&) { c.rng_mode = RngMode::per_rank; }},
 };
 
 }  // namespace
 
-std::span<const Mutant> mutant_registry() { return kMutants; }
+std::span<const Mutant> mutant_registry() {
+  return kMutants;
+}
 
 const Mutant* find_mutant(std::string_view name) {
   for (const Mutant& m : kMutants) {
