@@ -63,7 +63,8 @@ std::string failed_properties(const properties::CaseVerdict& verdict) {
 Outcome replay_found(const Case& c) {
   const Finding& found = *c.found;
   const std::uint64_t schedule_seed = properties::campaign_schedule_seed(found.seed);
-  const properties::CaseVerdict correct = properties::check_case(c, {nullptr, schedule_seed});
+  const properties::CaseVerdict correct = properties::check_case(
+      c, {.mutant = nullptr, .schedule_seed = schedule_seed, .reduction_order_seed = std::nullopt});
   if (correct.discarded)
     return {false, "the reference rejects the case: " + correct.discard_reason};
   if (!found.mutant) {
@@ -77,7 +78,8 @@ Outcome replay_found(const Case& c) {
   const step::Mutant* mutant = step::find_mutant(*found.mutant);
   if (mutant == nullptr)
     return {false, "found.mutant '" + *found.mutant + "' is not a known mutant"};
-  const properties::CaseVerdict caught = properties::check_case(c, {mutant, schedule_seed});
+  const properties::CaseVerdict caught = properties::check_case(
+      c, {.mutant = mutant, .schedule_seed = schedule_seed, .reduction_order_seed = std::nullopt});
   const bool still_caught = std::any_of(
       caught.failures.begin(), caught.failures.end(),
       [&](const properties::PropertyFailure& f) { return f.property == found.property; });

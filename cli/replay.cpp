@@ -117,7 +117,9 @@ int replay_file(const CommandContext& context, const RawOptions& raw) {
   }
   const std::uint64_t seed = c.found ? c.found->seed : 1;
   const properties::CaseVerdict verdict =
-      properties::check_case(c, {mutant, properties::campaign_schedule_seed(seed)});
+      properties::check_case(c, {.mutant = mutant,
+                                 .schedule_seed = properties::campaign_schedule_seed(seed),
+                                 .reduction_order_seed = std::nullopt});
   context.out << "replay: " << path << "\n";
   if (c.found) {
     context.out << "  found:    seed " << c.found->seed << ", case " << c.found->case_index

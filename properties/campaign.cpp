@@ -70,9 +70,17 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   }
 }
 
-PropertyOptions property_options_of(const CampaignOptions& options) {
-  return {options.mutant, campaign_schedule_seed(options.seed)};
+}  // namespace
+
+PropertyOptions property_options_for(const step::Mutant* mutant, const CaseSpec& spec) {
+  PropertyOptions options;
+  options.mutant = mutant;
+  options.schedule_seed = spec.schedule_seed;
+  if (spec.reduction_order_seed != 0) options.reduction_order_seed = spec.reduction_order_seed;
+  return options;
 }
+
+namespace {
 
 // --- the self-check
 
@@ -127,9 +135,11 @@ struct StepOutcome {
   std::string error;
 };
 
-StepOutcome run_step(const step::DistributedSetup& setup, sim::Schedule schedule, bool share) {
+StepOutcome run_step(const step::DistributedSetup& setup, const PropertyOptions& property_options,
+                     sim::Schedule schedule, bool share) {
   step::RunOptions options;
   options.schedule = schedule;
+  options.reduction_order_seed = property_options.reduction_order_seed;
   options.share_identical_losses = share;
   try {
     return {step::run_on_fibers(setup.distributed_case(), setup.variant, options), {}};
@@ -176,13 +186,16 @@ std::optional<std::string> find_divergence(std::uint64_t seed, std::int64_t inde
   const step::DistributedSetup setup = step::distributed_setup(c, mutant);
   // As the properties run it (ranks share a loss on identical inputs), then
   // with every rank computing its own: sharing must not change a bit.
-  const StepOutcome fifo = run_step(setup, {sim::ScheduleKind::fifo, 0}, true);
-  const StepOutcome fifo_again = run_step(setup, {sim::ScheduleKind::fifo, 0}, false);
+  const PropertyOptions property_options = property_options_for(mutant, spec);
+  const StepOutcome fifo = run_step(setup, property_options, {sim::ScheduleKind::fifo, 0}, true);
+  const StepOutcome fifo_again =
+      run_step(setup, property_options, {sim::ScheduleKind::fifo, 0}, false);
   if (auto d = compare_outcomes(fifo, fifo_again, "FIFO shared vs unshared")) return d;
   // Another interleaving than the property's own schedule-independence check.
   const std::uint64_t other =
       derive_seed(campaign_schedule_seed(seed) ^ 0x5e1fc4ecULL, static_cast<std::uint64_t>(index));
-  const StepOutcome shuffled = run_step(setup, {sim::ScheduleKind::random, other}, true);
+  const StepOutcome shuffled =
+      run_step(setup, property_options, {sim::ScheduleKind::random, other}, true);
   return compare_outcomes(fifo, shuffled, "FIFO vs schedule seed " + std::to_string(other));
 }
 
@@ -209,9 +222,12 @@ std::vector<Candidate> next_candidates(rc::Seq<rc::Shrinkable<CaseSpec>>& sequen
 }
 
 std::vector<CaseVerdict> check_all(const std::vector<Candidate>& batch,
-                                   const PropertyOptions& options) {
+                                   const step::Mutant* mutant) {
   std::vector<CaseVerdict> verdicts(batch.size());
-  auto check = [&](std::size_t i) { verdicts[i] = check_case(build_case(batch[i].spec), options); };
+  auto check = [&](std::size_t i) {
+    verdicts[i] =
+        check_case(build_case(batch[i].spec), property_options_for(mutant, batch[i].spec));
+  };
   std::vector<std::jthread> helpers;
   for (std::size_t i = 1; i < batch.size(); ++i) helpers.emplace_back(check, i);
   if (!batch.empty()) check(0);
@@ -229,8 +245,7 @@ struct BlockWork {
 
 class Campaign {
  public:
-  explicit Campaign(const CampaignOptions& options)
-      : options_(options), property_options_(property_options_of(options)) {}
+  explicit Campaign(const CampaignOptions& options) : options_(options) {}
 
   CampaignResult run() {
     const std::int32_t jobs = std::max(1, options_.jobs);
@@ -337,7 +352,8 @@ class Campaign {
   // Checks case `index` into the block; true if it failed.
   bool check_one(std::int64_t index, BlockWork& work) {
     const CaseSpec spec = generate_spec(options_.seed, index, options_.limits);
-    const CaseVerdict verdict = check_case(build_case(spec), property_options_);
+    const CaseVerdict verdict =
+        check_case(build_case(spec), property_options_for(options_.mutant, spec));
     tally(verdict, spec, work.record.tally);
     if (options_.self_check && index % std::max<std::int64_t>(1, options_.self_check_every) == 0) {
       ++work.record.tally.self_checked;
@@ -398,7 +414,6 @@ class Campaign {
   }
 
   const CampaignOptions& options_;
-  const PropertyOptions property_options_;
   std::atomic<std::int64_t> next_slot_{0};
   std::atomic<std::int64_t> failure_min_{kNoFailure};
   std::atomic<bool> stopping_{false};
@@ -510,10 +525,14 @@ std::string decimal(double value) {
 void add_coverage(const CaseSpec& spec, Coverage& coverage) {
   std::int32_t groups = 0;
   bool unequal_shards = false;
+  bool rank0_empty = false;
+  bool other_empty = false;
   for (const auto& micro : spec.negatives) {
-    for (const auto& shard : micro) {
+    for (std::size_t d = 0; d < micro.size(); ++d) {
+      const auto& shard = micro[d];
       groups += static_cast<std::int32_t>(shard.size());
       unequal_shards = unequal_shards || shard.size() != micro[0].size();
+      (d == 0 ? rank0_empty : other_empty) |= shard.empty();
     }
   }
   count(coverage, "world", bucket(spec.world));
@@ -535,12 +554,22 @@ void add_coverage(const CaseSpec& spec, Coverage& coverage) {
   count(coverage, "encoder_normalize", flag(spec.normalize));
   count(coverage, "groups_total", bucket(groups));
   count(coverage, "unequal_group_counts", flag(unequal_shards));
+  // The axes that hunt for trouble (issue 11).
+  count(coverage, "empty_shard", rank0_empty ? "rank 0" : other_empty ? "other rank" : "none");
+  count(coverage, "compensate", flag(spec.compensate));
+  count(coverage, "rng_mode", spec.per_rank_rng ? "per-rank" : "synced");
+  count(coverage, "accumulation_window", spec.idle_steps > 0 ? "partial" : "full");
+  if (spec.hard_negatives > 0)
+    count(coverage, "padding_draws", spec.record_draws ? "recorded" : "generated");
+  count(coverage, "features", name_of(spec.features));
+  // How the case is run (not part of its file).
+  count(coverage, "reduction_order", spec.reduction_order_seed != 0 ? "permuted" : "rank order");
+  count(coverage, "schedule_seed", "per case");
 }
 
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,
                                const CaseVerdict& verdict, const CampaignOptions& options) {
   const std::string property = verdict.failures.front().property;
-  const PropertyOptions property_options = property_options_of(options);
   const std::int32_t jobs = std::max(1, options.jobs);
   CampaignFailure failure;
   failure.case_index = index;
@@ -563,7 +592,7 @@ CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec
       const auto batch =
           next_candidates(candidates, std::min(jobs, options.max_shrink_evaluations - evaluations));
       if (batch.empty()) break;
-      const auto verdicts = check_all(batch, property_options);
+      const auto verdicts = check_all(batch, options.mutant);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         ++evaluations;
         if (!verdicts[i].discarded && has_property(verdicts[i], property)) {
@@ -591,7 +620,8 @@ CaseReplay replay_case(const CampaignOptions& options, std::int64_t index) {
     replay.spec = generated.value();
     return generated;
   }();
-  replay.verdict = check_case(build_case(replay.spec), property_options_of(options));
+  replay.verdict =
+      check_case(build_case(replay.spec), property_options_for(options.mutant, replay.spec));
   if (failed(replay.verdict)) {
     replay.failure = shrink_failure(index, shrinkable, replay.verdict, options);
   }

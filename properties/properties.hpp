@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,12 @@
 namespace infonce::properties {
 
 // Property names, stable: they appear in reports and JUnit output.
-inline constexpr const char* kGradientMatches = "gradient-matches-reference";   // 1
-inline constexpr const char* kUncompensatedRatio = "uncompensated-ratio-is-1/P"; // 2
-inline constexpr const char* kCodePathsAgree = "code-paths-agree";              // 3
-inline constexpr const char* kScheduleIndependent = "schedule-independent";     // 4
-inline constexpr const char* kEqualLoss = "equal-loss-on-every-rank";           // 5
-inline constexpr const char* kPaddingSkipsPositive = "padding-skips-positive";  // 6
+inline constexpr const char* kGradientMatches = "gradient-matches-reference";     // 1
+inline constexpr const char* kUncompensatedRatio = "uncompensated-ratio-is-1/P";  // 2
+inline constexpr const char* kCodePathsAgree = "code-paths-agree";                // 3
+inline constexpr const char* kScheduleIndependent = "schedule-independent";       // 4
+inline constexpr const char* kEqualLoss = "equal-loss-on-every-rank";             // 5
+inline constexpr const char* kPaddingSkipsPositive = "padding-skips-positive";    // 6
 inline constexpr const char* kNoCrash = "step-runs";  // the distributed step did not throw
 
 std::vector<std::string> property_names();
@@ -32,10 +33,10 @@ struct PropertyFailure {
 };
 
 struct CaseVerdict {
-  bool discarded = false;       // the reference rejects the case (e.g. every logit masked)
+  bool discarded = false;  // the reference rejects the case (e.g. every logit masked)
   std::string discard_reason;
   std::vector<PropertyFailure> failures;
-  step::CaseReport report;      // the compensated run (under the mutant, if any)
+  step::CaseReport report;  // the compensated run (under the mutant, if any)
   bool uncompensated_checked = false;
   bool code_paths_checked = false;
 };
@@ -43,6 +44,9 @@ struct CaseVerdict {
 struct PropertyOptions {
   const step::Mutant* mutant = nullptr;
   std::uint64_t schedule_seed = 1;  // the random interleaving compared with FIFO
+  // The all-reduce sums in an order permuted by this seed (every run of the
+  // case); unset: rank order. The result is compared within tolerance.
+  std::optional<std::uint64_t> reduction_order_seed;
 };
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options);
