@@ -57,6 +57,27 @@ TEST(SharedLosses, ADifferentBitMicroStepOrLayoutIsEvaluatedAgain) {
   EXPECT_EQ(shared.reuses(), 0);
 }
 
+// The settings and the code path are part of the key: the same bits under
+// another temperature, or by the other path, are another loss.
+TEST(SharedLosses, OtherSettingsOrCodePathAreEvaluatedAgain) {
+  SharedLosses<double> shared;
+  const loss::LossSettings settings;
+  const auto first = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
+  loss::LossSettings hotter = settings;
+  hotter.temperature = 2 * settings.temperature;
+  const auto second = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), hotter);
+  loss::LossSettings masked = settings;
+  masked.mask_fake_negative = true;
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), masked);
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, loss::CodePath::loop);
+  EXPECT_EQ(shared.evaluations(), 4);
+  EXPECT_EQ(shared.reuses(), 0);
+  const auto direct =
+      loss::infonce_loss_and_gradient<double>(embeddings_2x2(1.0), one_pair(), hotter);
+  EXPECT_EQ(std::memcmp(&second->loss, &direct.loss, sizeof(double)), 0);
+  EXPECT_NE(first->loss, second->loss);
+}
+
 TEST(SharedLosses, PastTheEntryLimitRanksComputeUnshared) {
   SharedLosses<double> shared;
   const loss::LossSettings settings;
