@@ -196,10 +196,9 @@ Scalar batched_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
   Matrix<Scalar> grad_queries;
   Matrix<Scalar> grad_docs;
   const bool want_grad = grad != nullptr;
-  const Scalar loss =
-      settings.use_batch
-          ? across_groups(stacked, settings, grad_queries, grad_docs, want_grad)
-          : within_groups(stacked, settings, grad_queries, grad_docs, want_grad);
+  const Scalar loss = settings.use_batch
+                          ? across_groups(stacked, settings, grad_queries, grad_docs, want_grad)
+                          : within_groups(stacked, settings, grad_queries, grad_docs, want_grad);
   if (want_grad) scatter(layout, stacked, grad_queries, grad_docs, *grad);
   return loss;
 }
