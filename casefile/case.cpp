@@ -1,5 +1,6 @@
 #include "casefile/case.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -200,6 +201,18 @@ void check_accumulation_steps(std::int32_t steps) {
   check_at_most("accumulation.steps", steps, CaseLimits::kMaxAccumulationSteps);
 }
 
+void check_accumulation_window(const Case& c) {
+  if (!c.accumulation_window) return;
+  check_at_least("accumulation.window", *c.accumulation_window, 1);
+  check_at_most("accumulation.window", *c.accumulation_window, c.accumulation_steps);
+}
+
+// A micro-step outside the accumulation window never runs: it must hold nothing,
+// so that no data in a case file is silently ignored.
+void check_outside_window(const std::string& micro_path, bool empty) {
+  if (!empty) fail(micro_path, "outside accumulation.window: must be empty on every DP shard");
+}
+
 void check_batches(const Case& c) {
   const auto micro_steps = static_cast<std::int64_t>(c.batches.size());
   if (micro_steps != c.accumulation_steps) {
@@ -214,6 +227,13 @@ void check_batches(const Case& c) {
       fail(micro_path, "expected " + number_text(std::int64_t{c.mesh.dp}) +
                            " DP shards (mesh.dp), got " +
                            number_text(static_cast<std::int64_t>(shards.size())));
+    }
+    if (m >= c.micro_steps_run()) {
+      check_outside_window(micro_path,
+                           std::all_of(shards.begin(), shards.end(), [](const auto& shard) {
+                             return shard.negative_counts.empty() && shard.features.rows() == 0;
+                           }));
+      continue;
     }
     for (std::size_t d = 0; d < shards.size(); ++d) {
       const std::string shard_path = index_path(micro_path, static_cast<std::int64_t>(d));
@@ -251,6 +271,10 @@ void check_padding_draws(const Case& c) {
                            " DP shards (mesh.dp), got " +
                            number_text(static_cast<std::int64_t>(draws[m].size())));
     }
+    if (static_cast<std::int64_t>(m) >= c.micro_steps_run()) {
+      check_outside_window(micro_path, std::all_of(draws[m].begin(), draws[m].end(),
+                                                   [](const auto& s) { return s.empty(); }));
+    }
     for (std::size_t d = 0; d < draws[m].size(); ++d) {
       const std::string stream_path = index_path(micro_path, static_cast<std::int64_t>(d));
       for (std::size_t i = 0; i < draws[m][d].size(); ++i) {
@@ -285,6 +309,7 @@ void validate_case(const Case& c) {
   case_checks::check_loss_settings(c.loss);
   case_checks::check_weight(c.weight);
   case_checks::check_accumulation_steps(c.accumulation_steps);
+  case_checks::check_accumulation_window(c);
   case_checks::check_padding_draws(c);
   case_checks::check_batches(c);
   case_checks::check_expect(c);
@@ -299,7 +324,8 @@ loss::ReferenceProblem reference_problem(const Case& c) {
   // Without use_batch the objective is per shard; a summing reduction adds
   // the shards' means instead of averaging them (DESIGN.md).
   problem.sum_over_shards = c.reduction == Reduction::sum && !c.loss.use_batch;
-  problem.micro_batches = c.batches;
+  // Only the micro-steps that ran (SPEC section 12): the reference divides by their count.
+  problem.micro_batches.assign(c.batches.begin(), c.batches.begin() + c.micro_steps_run());
   return problem;
 }
 

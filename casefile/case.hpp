@@ -57,6 +57,11 @@ struct Case {
   bool encoder_normalize = true;
   Matrix<double> weight;  // D x F
   std::int32_t accumulation_steps = 1;
+  // SPEC section 12: the last optimizer step of an epoch may run only the
+  // first `window` of the configured micro-steps (key accumulation.window;
+  // unset: all of them). batches and padding_draws still hold
+  // accumulation_steps entries; those outside the window are empty.
+  std::optional<std::int32_t> accumulation_window;
   bool accumulation_normalize = true;
   RngMode rng_mode = RngMode::synced;
   std::uint64_t rng_seed = 0;
@@ -66,6 +71,8 @@ struct Case {
   ScalarType scalar = ScalarType::float64;  // extension key "dtype", optional
   std::optional<Finding> found;             // extension key "found", optional
 
+  // The micro-steps that run: the window, or every configured step.
+  std::int32_t micro_steps_run() const { return accumulation_window.value_or(accumulation_steps); }
   std::int32_t feature_dim() const { return static_cast<std::int32_t>(weight.cols()); }
   std::int32_t embedding_dim() const { return static_cast<std::int32_t>(weight.rows()); }
 };

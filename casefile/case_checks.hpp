@@ -22,6 +22,8 @@ void check_mesh(const Mesh& mesh);
 void check_loss_settings(const loss::LossSettings& settings);
 void check_weight(const Matrix<double>& weight);
 void check_accumulation_steps(std::int32_t steps);
+// Needs accumulation.steps already checked.
+void check_accumulation_window(const Case& c);
 
 // Needs mesh, loss settings, weight and accumulation steps already checked.
 void check_batches(const Case& c);

@@ -418,11 +418,15 @@ void read_encoder(const Json& value, Case& c) {
 }
 
 void read_accumulation(const Json& value, Case& c) {
-  const ObjectReader accumulation(value, "accumulation", {"steps", "normalize"});
+  const ObjectReader accumulation(value, "accumulation", {"steps", "normalize", "window"});
   c.accumulation_steps = read_int32(accumulation.required("steps"), accumulation.path("steps"));
   c.accumulation_normalize =
       read_bool(accumulation.required("normalize"), accumulation.path("normalize"));
   case_checks::check_accumulation_steps(c.accumulation_steps);
+  if (const Json* window = accumulation.optional("window")) {
+    c.accumulation_window = read_int32(*window, accumulation.path("window"));
+  }
+  case_checks::check_accumulation_window(c);
 }
 
 void read_rng(const Json& value, Case& c) {
@@ -630,6 +634,7 @@ OrderedJson case_json(const Case& c) {
   out["loss"] = std::move(loss);
   out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
   out["accumulation"] = {{"steps", c.accumulation_steps}, {"normalize", c.accumulation_normalize}};
+  if (c.accumulation_window) out["accumulation"]["window"] = *c.accumulation_window;
   out["rng"] = {{"mode", choice_name(c.rng_mode, {{"synced", RngMode::synced},
                                                   {"per-rank", RngMode::per_rank}})},
                 {"seed", c.rng_seed}};

@@ -84,7 +84,9 @@ std::string failed_properties(const properties::CaseVerdict& verdict) {
 Outcome replay_found(const Case& c, properties::OracleMode oracle) {
   const Finding& found = *c.found;
   const std::uint64_t schedule_seed = properties::campaign_schedule_seed(found.seed);
-  const properties::CaseVerdict correct = properties::check_case(c, {nullptr, schedule_seed, oracle});
+  const properties::CaseVerdict correct = properties::check_case(
+      c, {.mutant = nullptr, .schedule_seed = schedule_seed, .oracle = oracle,
+          .reduction_order_seed = std::nullopt});
   if (correct.discarded)
     return {false, "the reference rejects the case: " + correct.discard_reason};
   if (!found.mutant) {
@@ -98,7 +100,9 @@ Outcome replay_found(const Case& c, properties::OracleMode oracle) {
   const step::Mutant* mutant = step::find_mutant(*found.mutant);
   if (mutant == nullptr)
     return {false, "found.mutant '" + *found.mutant + "' is not a known mutant"};
-  const properties::CaseVerdict caught = properties::check_case(c, {mutant, schedule_seed, oracle});
+  const properties::CaseVerdict caught = properties::check_case(
+      c, {.mutant = mutant, .schedule_seed = schedule_seed, .oracle = oracle,
+          .reduction_order_seed = std::nullopt});
   const bool still_caught = std::any_of(
       caught.failures.begin(), caught.failures.end(),
       [&](const properties::PropertyFailure& f) { return f.property == found.property; });

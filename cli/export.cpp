@@ -3,6 +3,7 @@
 // writes K generated cases as canonical case files, each with its hard-negative
 // padding draws recorded, so another framework (tests/torch/ddp_conformance.py)
 // can run exactly the same step. Files are a function of the options alone.
+#include <algorithm>
 #include <filesystem>
 #include <iterator>
 #include <ostream>
@@ -127,8 +128,15 @@ properties::CaseSpec with_mesh(properties::CaseSpec spec, const Mesh& mesh) {
   spec.world = mesh.world;
   spec.dp = mesh.dp;
   for (auto& shards : spec.negatives) {
-    const std::vector<std::int32_t> first = shards.front();
+    // New shards get the groups of the first shard that has any (a generated
+    // shard may be empty, rank 0's included); a micro-step keeps a group.
+    const auto full = std::find_if(shards.begin(), shards.end(),
+                                   [](const auto& groups) { return !groups.empty(); });
+    const std::vector<std::int32_t> first = full != shards.end() ? *full : shards.front();
     shards.resize(static_cast<std::size_t>(mesh.dp), first);
+    if (std::all_of(shards.begin(), shards.end(), [](const auto& g) { return g.empty(); })) {
+      shards.front() = first;
+    }
   }
   return spec;
 }

@@ -13,7 +13,7 @@ const char* caught_by(step::CaughtBy c) {
     case step::CaughtBy::gradient: return "gradient";
     case step::CaughtBy::padding: return "padding";
     case step::CaughtBy::equal_loss: return "equal-loss";
-    case step::CaughtBy::none: return "equivalent";
+    case step::CaughtBy::crash: return "crash";
   }
   return "?";
 }

@@ -19,7 +19,9 @@ using ReferenceOutput = step::ReferenceValues;
 
 // In the case's own scalar type (a float32 case's reference is computed in
 // float, as `run` compares it), widened to double for printing.
-ReferenceOutput case_reference(const Case& c) { return step::compute_case_reference(c); }
+ReferenceOutput case_reference(const Case& c) {
+  return step::compute_case_reference(c);
+}
 
 void print_json(std::ostream& out, const Case& c, const ReferenceOutput& reference) {
   OutputJson document;
@@ -36,6 +38,7 @@ void print_table(std::ostream& out, const std::string& path, const Case& c,
       << " replica(s) per DP shard)\n"
       << "use_batch     " << (c.loss.use_batch ? "true" : "false") << '\n'
       << "accumulation  " << c.accumulation_steps << " micro-step(s), "
+      << (c.accumulation_window ? std::to_string(*c.accumulation_window) + " in the window, " : "")
       << (c.accumulation_normalize ? "normalized" : "not normalized") << '\n'
       << "dtype         " << (c.scalar == ScalarType::float64 ? "float64" : "float32") << "\n\n"
       << "loss          " << full_precision(reference.loss) << '\n';

@@ -184,8 +184,10 @@ int replay_file(const CommandContext& context, const RawOptions& raw) {
   }
   const std::uint64_t seed = c.found ? c.found->seed : 1;
   const properties::CaseVerdict verdict =
-      properties::check_case(c, {mutant, properties::campaign_schedule_seed(seed),
-                                 parse_oracle("replay", raw.oracle)});
+      properties::check_case(c, {.mutant = mutant,
+                                 .schedule_seed = properties::campaign_schedule_seed(seed),
+                                 .oracle = parse_oracle("replay", raw.oracle),
+                                 .reduction_order_seed = std::nullopt});
   context.out << "replay: " << path << "\n";
   if (c.found) {
     context.out << "  found:    seed " << c.found->seed << ", case " << c.found->case_index

@@ -55,7 +55,7 @@ void check_input(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
 
 template <class Scalar>
 Scalar run(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
-           const LossSettings& settings, CodePath path, LossVariant variant, Matrix<Scalar>* grad) {
+           const LossSettings& settings, CodePath path, Matrix<Scalar>* grad) {
   check_input(embeddings, layout, settings);
   if (path == CodePath::automatic) {
     path = trainer_uses_batched_path(layout, settings) ? CodePath::batched : CodePath::loop;
@@ -66,9 +66,9 @@ Scalar run(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
           "the batched code path needs every group the same size (is the layout resized for "
           "hard_negatives?)");
     }
-    return detail::batched_loss(embeddings, layout, settings, variant, grad);
+    return detail::batched_loss(embeddings, layout, settings, grad);
   }
-  return detail::loop_loss(embeddings, layout, settings, variant, grad);
+  return detail::loop_loss(embeddings, layout, settings, grad);
 }
 
 }  // namespace
@@ -82,17 +82,16 @@ bool trainer_uses_batched_path(const GroupLayout& layout, const LossSettings& se
 template <class Scalar>
 Scalar infonce_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
                     const LossSettings& settings, CodePath path) {
-  return run<Scalar>(embeddings, layout, settings, path, LossVariant{}, nullptr);
+  return run<Scalar>(embeddings, layout, settings, path, nullptr);
 }
 
 template <class Scalar>
 LossAndGradient<Scalar> infonce_loss_and_gradient(const Matrix<Scalar>& embeddings,
                                                   const GroupLayout& layout,
-                                                  const LossSettings& settings, CodePath path,
-                                                  LossVariant variant) {
+                                                  const LossSettings& settings, CodePath path) {
   LossAndGradient<Scalar> result;
   result.grad_embeddings.setZero(embeddings.rows(), embeddings.cols());
-  result.loss = run(embeddings, layout, settings, path, variant, &result.grad_embeddings);
+  result.loss = run(embeddings, layout, settings, path, &result.grad_embeddings);
   return result;
 }
 
@@ -100,7 +99,7 @@ LossAndGradient<Scalar> infonce_loss_and_gradient(const Matrix<Scalar>& embeddin
   template Scalar infonce_loss(const Matrix<Scalar>&, const GroupLayout&, const LossSettings&, \
                                CodePath);                                                      \
   template LossAndGradient<Scalar> infonce_loss_and_gradient(                                  \
-      const Matrix<Scalar>&, const GroupLayout&, const LossSettings&, CodePath, LossVariant);
+      const Matrix<Scalar>&, const GroupLayout&, const LossSettings&, CodePath);
 
 INFONCE_INSTANTIATE(float)
 INFONCE_INSTANTIATE(double)

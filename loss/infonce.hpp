@@ -24,20 +24,10 @@ template <class Scalar>
 Scalar infonce_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
                     const LossSettings& settings, CodePath path = CodePath::automatic);
 
-// Known-wrong programs that live inside the loss (SPEC section 5.7). The
-// default is the trainer's program.
-struct LossVariant {
-  // false: gradient also flows through the fake-negative threshold h_g. h_g
-  // enters only through the comparisons `s > h_g`, whose derivative is zero,
-  // so this is an equivalent mutant: the gradient is bit-identical.
-  bool detach_threshold = true;
-};
-
 template <class Scalar>
 LossAndGradient<Scalar> infonce_loss_and_gradient(const Matrix<Scalar>& embeddings,
                                                   const GroupLayout& layout,
                                                   const LossSettings& settings,
-                                                  CodePath path = CodePath::automatic,
-                                                  LossVariant variant = {});
+                                                  CodePath path = CodePath::automatic);
 
 }  // namespace infonce::loss

@@ -131,7 +131,7 @@ void mask_above(Block&& block, const Vector<Scalar>& threshold) {
 
 // use_batch = true: logit row g is [q_g . docs | q_g . queries | p_g . docs] / T.
 template <class Scalar>
-Scalar across_groups(Stacked<Scalar>& stacked, const LossSettings& settings, LossVariant variant,
+Scalar across_groups(Stacked<Scalar>& stacked, const LossSettings& settings,
                      Matrix<Scalar>& grad_queries, Matrix<Scalar>& grad_docs, bool want_grad) {
   const Scalar temperature = static_cast<Scalar>(settings.temperature);
   const Index groups = stacked.groups;
@@ -184,14 +184,6 @@ Scalar across_groups(Stacked<Scalar>& stacked, const LossSettings& settings, Los
     grad_docs.noalias() += grad_dd.transpose() * positives;
     grad_positives.noalias() += grad_dd * docs;
   }
-  if (settings.mask_fake_negative && !variant.detach_threshold) {
-    // h_g = q_g . p_g + margin reaches the loss only through `s > h_g`, a step
-    // function of h_g: d mask / d h_g = 0 for every compared entry.
-    const Vector<Scalar> grad_threshold =
-        (sims.leftCols(doc_count + qq_width).array() * Scalar(0)).rowwise().sum().matrix();
-    grad_queries.noalias() += grad_threshold.asDiagonal() * positives;
-    grad_positives.noalias() += grad_threshold.asDiagonal() * queries;
-  }
   return loss;
 }
 
@@ -199,24 +191,23 @@ Scalar across_groups(Stacked<Scalar>& stacked, const LossSettings& settings, Los
 
 template <class Scalar>
 Scalar batched_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
-                    const LossSettings& settings, LossVariant variant, Matrix<Scalar>* grad) {
+                    const LossSettings& settings, Matrix<Scalar>* grad) {
   Stacked<Scalar> stacked = stack_groups(embeddings, layout);
   Matrix<Scalar> grad_queries;
   Matrix<Scalar> grad_docs;
   const bool want_grad = grad != nullptr;
-  const Scalar loss =
-      settings.use_batch
-          ? across_groups(stacked, settings, variant, grad_queries, grad_docs, want_grad)
-          : within_groups(stacked, settings, grad_queries, grad_docs, want_grad);
+  const Scalar loss = settings.use_batch
+                          ? across_groups(stacked, settings, grad_queries, grad_docs, want_grad)
+                          : within_groups(stacked, settings, grad_queries, grad_docs, want_grad);
   if (want_grad) scatter(layout, stacked, grad_queries, grad_docs, *grad);
   return loss;
 }
 
 template float batched_loss(const Matrix<float>&, const GroupLayout&, const LossSettings&,
-                            LossVariant, Matrix<float>*);
+                            Matrix<float>*);
 template double batched_loss(const Matrix<double>&, const GroupLayout&, const LossSettings&,
-                             LossVariant, Matrix<double>*);
+                             Matrix<double>*);
 template long double batched_loss(const Matrix<long double>&, const GroupLayout&,
-                                  const LossSettings&, LossVariant, Matrix<long double>*);
+                                  const LossSettings&, Matrix<long double>*);
 
 }  // namespace infonce::loss::detail

@@ -104,7 +104,7 @@ void mask_above(Segment&& part, Scalar threshold) {
 // [q . docs (masked) | q . queries (self -inf, masked) | p . docs (own p -inf)] / T.
 template <class Scalar>
 Scalar across_groups(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
-                     const LossSettings& settings, LossVariant variant, Matrix<Scalar>* grad) {
+                     const LossSettings& settings, Matrix<Scalar>* grad) {
   const Scalar temperature = static_cast<Scalar>(settings.temperature);
   const Scalar margin = static_cast<Scalar>(settings.fake_neg_margin);
   const std::int32_t groups = layout.group_count();
@@ -158,14 +158,6 @@ Scalar across_groups(const Matrix<Scalar>& embeddings, const GroupLayout& layout
       grad_docs.row(target).noalias() += dd.transpose() * docs;
       grad_docs.noalias() += dd * positive;
     }
-    if (settings.mask_fake_negative && !variant.detach_threshold) {
-      // threshold = q . p + margin reaches the loss only through `s > threshold`,
-      // a step function of it: d mask / d threshold = 0 for every compared entry.
-      Scalar grad_threshold = 0;
-      for (Index i = 0; i < doc_count + qq_width; ++i) grad_threshold += logits(i) * Scalar(0);
-      grad_queries.row(idx) += grad_threshold * positive;
-      grad_docs.row(target) += grad_threshold * query;
-    }
   }
   if (grad != nullptr) {
     for (std::int32_t g = 0; g < groups; ++g) {
@@ -184,16 +176,16 @@ Scalar across_groups(const Matrix<Scalar>& embeddings, const GroupLayout& layout
 
 template <class Scalar>
 Scalar loop_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
-                 const LossSettings& settings, LossVariant variant, Matrix<Scalar>* grad) {
-  return settings.use_batch ? across_groups(embeddings, layout, settings, variant, grad)
+                 const LossSettings& settings, Matrix<Scalar>* grad) {
+  return settings.use_batch ? across_groups(embeddings, layout, settings, grad)
                             : within_groups(embeddings, layout, settings, grad);
 }
 
-template float loop_loss(const Matrix<float>&, const GroupLayout&, const LossSettings&, LossVariant,
+template float loop_loss(const Matrix<float>&, const GroupLayout&, const LossSettings&,
                          Matrix<float>*);
 template double loop_loss(const Matrix<double>&, const GroupLayout&, const LossSettings&,
-                          LossVariant, Matrix<double>*);
+                          Matrix<double>*);
 template long double loop_loss(const Matrix<long double>&, const GroupLayout&, const LossSettings&,
-                               LossVariant, Matrix<long double>*);
+                               Matrix<long double>*);
 
 }  // namespace infonce::loss::detail

@@ -21,12 +21,12 @@ namespace infonce::loss::detail {
 // over every group at once, like the trainer's `can_batched` branch.
 template <class Scalar>
 Scalar batched_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
-                    const LossSettings& settings, LossVariant variant, Matrix<Scalar>* grad);
+                    const LossSettings& settings, Matrix<Scalar>* grad);
 
 // Loop: one logit vector per group, like the trainer's for-loop branch.
 template <class Scalar>
 Scalar loop_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
-                 const LossSettings& settings, LossVariant variant, Matrix<Scalar>* grad);
+                 const LossSettings& settings, Matrix<Scalar>* grad);
 
 // The row maximum of a logit row, checked: all -inf means every logit is
 // masked (the trainer's loss would be NaN), +inf or NaN means overflow.

@@ -71,8 +71,25 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   }
 }
 
-PropertyOptions property_options_of(const CampaignOptions& options, std::int64_t case_index) {
-  return {options.mutant, campaign_schedule_seed(options.seed), options.oracle, case_index};
+}  // namespace
+
+PropertyOptions property_options_for(const step::Mutant* mutant, const CaseSpec& spec) {
+  PropertyOptions options;
+  options.mutant = mutant;
+  options.schedule_seed = spec.schedule_seed;
+  if (spec.reduction_order_seed != 0) options.reduction_order_seed = spec.reduction_order_seed;
+  return options;
+}
+
+namespace {
+
+// The campaign's: the case's own options, its oracle mode and its index.
+PropertyOptions property_options_of(const CampaignOptions& options, const CaseSpec& spec,
+                                    std::int64_t case_index) {
+  PropertyOptions property_options = property_options_for(options.mutant, spec);
+  property_options.oracle = options.oracle;
+  property_options.case_index = case_index;
+  return property_options;
 }
 
 // The case a spec stands for, as the step at hand runs it.
@@ -88,7 +105,7 @@ CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std
                        std::int64_t case_index) {
   const Case c = case_of(spec, options);
   return options.external ? options.external->check(c, job)
-                          : check_case(c, property_options_of(options, case_index));
+                          : check_case(c, property_options_of(options, spec, case_index));
 }
 
 // --- the self-check
@@ -144,9 +161,11 @@ struct StepOutcome {
   std::string error;
 };
 
-StepOutcome run_step(const step::DistributedSetup& setup, sim::Schedule schedule, bool share) {
+StepOutcome run_step(const step::DistributedSetup& setup, const PropertyOptions& property_options,
+                     sim::Schedule schedule, bool share) {
   step::RunOptions options;
   options.schedule = schedule;
+  options.reduction_order_seed = property_options.reduction_order_seed;
   options.share_identical_losses = share;
   try {
     return {step::run_on_fibers(setup.distributed_case(), setup.variant, options), {}};
@@ -193,13 +212,16 @@ std::optional<std::string> find_divergence(std::uint64_t seed, std::int64_t inde
   const step::DistributedSetup setup = step::distributed_setup(c, mutant);
   // As the properties run it (ranks share a loss on identical inputs), then
   // with every rank computing its own: sharing must not change a bit.
-  const StepOutcome fifo = run_step(setup, {sim::ScheduleKind::fifo, 0}, true);
-  const StepOutcome fifo_again = run_step(setup, {sim::ScheduleKind::fifo, 0}, false);
+  const PropertyOptions property_options = property_options_for(mutant, spec);
+  const StepOutcome fifo = run_step(setup, property_options, {sim::ScheduleKind::fifo, 0}, true);
+  const StepOutcome fifo_again =
+      run_step(setup, property_options, {sim::ScheduleKind::fifo, 0}, false);
   if (auto d = compare_outcomes(fifo, fifo_again, "FIFO shared vs unshared")) return d;
   // Another interleaving than the property's own schedule-independence check.
   const std::uint64_t other =
       derive_seed(campaign_schedule_seed(seed) ^ 0x5e1fc4ecULL, static_cast<std::uint64_t>(index));
-  const StepOutcome shuffled = run_step(setup, {sim::ScheduleKind::random, other}, true);
+  const StepOutcome shuffled =
+      run_step(setup, property_options, {sim::ScheduleKind::random, other}, true);
   return compare_outcomes(fifo, shuffled, "FIFO vs schedule seed " + std::to_string(other));
 }
 
@@ -528,10 +550,14 @@ std::string decimal(double value) {
 void add_coverage(const CaseSpec& spec, Coverage& coverage) {
   std::int32_t groups = 0;
   bool unequal_shards = false;
+  bool rank0_empty = false;
+  bool other_empty = false;
   for (const auto& micro : spec.negatives) {
-    for (const auto& shard : micro) {
+    for (std::size_t d = 0; d < micro.size(); ++d) {
+      const auto& shard = micro[d];
       groups += static_cast<std::int32_t>(shard.size());
       unequal_shards = unequal_shards || shard.size() != micro[0].size();
+      (d == 0 ? rank0_empty : other_empty) |= shard.empty();
     }
   }
   count(coverage, "world", bucket(spec.world));
@@ -553,6 +579,17 @@ void add_coverage(const CaseSpec& spec, Coverage& coverage) {
   count(coverage, "encoder_normalize", flag(spec.normalize));
   count(coverage, "groups_total", bucket(groups));
   count(coverage, "unequal_group_counts", flag(unequal_shards));
+  // The axes that hunt for trouble (issue 11).
+  count(coverage, "empty_shard", rank0_empty ? "rank 0" : other_empty ? "other rank" : "none");
+  count(coverage, "compensate", flag(spec.compensate));
+  count(coverage, "rng_mode", spec.per_rank_rng ? "per-rank" : "synced");
+  count(coverage, "accumulation_window", spec.idle_steps > 0 ? "partial" : "full");
+  if (spec.hard_negatives > 0)
+    count(coverage, "padding_draws", spec.record_draws ? "recorded" : "generated");
+  count(coverage, "features", name_of(spec.features));
+  // How the case is run (not part of its file).
+  count(coverage, "reduction_order", spec.reduction_order_seed != 0 ? "permuted" : "rank order");
+  count(coverage, "schedule_seed", "per case");
 }
 
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,

@@ -170,8 +170,13 @@ CaseSpec generate_spec(std::uint64_t seed, std::int64_t index, const GeneratorLi
 
 void add_coverage(const CaseSpec& spec, Coverage& coverage);
 
-// The schedule seed the campaign compares FIFO with, for every case of `seed`.
+// The schedule seed a case file's replay compares FIFO with, for a case found
+// by the campaign of `seed` (generated cases carry their own, CaseSpec::schedule_seed).
 std::uint64_t campaign_schedule_seed(std::uint64_t seed);
+
+// How the campaign checks generated case `spec`: its own schedule seed and
+// all-reduce summation order.
+PropertyOptions property_options_for(const step::Mutant* mutant, const CaseSpec& spec);
 
 // Shrinks a failing case while `property` still fails; returns the failure.
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,

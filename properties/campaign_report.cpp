@@ -41,6 +41,14 @@ Json spec_json(const CaseSpec& spec) {
   out["scalar"] = spec.scalar == ScalarType::float64 ? "float64" : "float32";
   out["data_seed"] = spec.data_seed;
   out["rng_seed"] = spec.rng_seed;
+  out["compensate"] = spec.compensate;
+  out["per_rank_rng"] = spec.per_rank_rng;
+  out["idle_steps"] = spec.idle_steps;
+  out["record_draws"] = spec.record_draws;
+  out["draw_seed"] = spec.draw_seed;
+  out["features"] = name_of(spec.features);
+  out["schedule_seed"] = spec.schedule_seed;
+  out["reduction_order_seed"] = spec.reduction_order_seed;
   return out;
 }
 
@@ -216,6 +224,17 @@ Enum read_enum(const Json& value, const std::string& path, const char* a, Enum e
   bad(path, std::string("expected \"") + a + "\" or \"" + b + "\"");
 }
 
+FeatureStyle read_feature_style(const Json& value, const std::string& path) {
+  for (const FeatureStyle style :
+       {FeatureStyle::normal, FeatureStyle::duplicated, FeatureStyle::threshold_ties,
+        FeatureStyle::zero_rows, FeatureStyle::collinear, FeatureStyle::magnitudes}) {
+    if (value.is_string() && value.get<std::string>() == name_of(style)) return style;
+  }
+  bad(path,
+      "expected a feature style (normal, duplicated, threshold-ties, zero-rows, collinear, "
+      "magnitudes)");
+}
+
 CaseSpec read_spec(const Json& value, const std::string& path) {
   CaseSpec spec;
   auto at = [&](const char* key) -> const Json& { return member(value, path, key); };
@@ -254,6 +273,14 @@ CaseSpec read_spec(const Json& value, const std::string& path) {
                           ScalarType::float32);
   spec.data_seed = read_u64(at("data_seed"), p("data_seed"));
   spec.rng_seed = read_u64(at("rng_seed"), p("rng_seed"));
+  spec.compensate = read_bool(at("compensate"), p("compensate"));
+  spec.per_rank_rng = read_bool(at("per_rank_rng"), p("per_rank_rng"));
+  spec.idle_steps = read_int32(at("idle_steps"), p("idle_steps"));
+  spec.record_draws = read_bool(at("record_draws"), p("record_draws"));
+  spec.draw_seed = read_u64(at("draw_seed"), p("draw_seed"));
+  spec.features = read_feature_style(at("features"), p("features"));
+  spec.schedule_seed = read_u64(at("schedule_seed"), p("schedule_seed"));
+  spec.reduction_order_seed = read_u64(at("reduction_order_seed"), p("reduction_order_seed"));
   return spec;
 }
 

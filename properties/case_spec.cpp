@@ -1,8 +1,10 @@
 #include "properties/case_spec.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "base/rng.hpp"
+#include "step/recorded_padding.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -13,28 +15,96 @@ Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols) {
   return m;
 }
 
+// Reshapes normal rows into the adversarial style (see FeatureStyle).
+void apply_style(Rng& rng, FeatureStyle style, const std::vector<std::int32_t>& negatives,
+                 Matrix<double>& features) {
+  const Eigen::Index rows = features.rows();
+  switch (style) {
+    case FeatureStyle::normal:
+      return;
+    case FeatureStyle::duplicated:
+      for (Eigen::Index i = 1; i < rows; ++i) {
+        if (rng.below(3) == 0) {
+          features.row(i) = features.row(static_cast<Eigen::Index>(rng.below(i)));
+        }
+      }
+      return;
+    case FeatureStyle::threshold_ties: {
+      Eigen::Index start = 0;  // group g is rows [q, p, n_1..n_k] from `start`
+      for (const std::int32_t k : negatives) {
+        if (k > 0)
+          features.row(start + 2 + static_cast<Eigen::Index>(rng.below(k))) =
+              features.row(start + 1);
+        start += k + 2;
+      }
+      return;
+    }
+    case FeatureStyle::zero_rows:
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        if (rng.below(4) == 0) features.row(i).setZero();
+      }
+      return;
+    case FeatureStyle::collinear:
+      for (Eigen::Index i = 1; i < rows; ++i) {
+        const double factor = (rng.below(2) == 0 ? -1.0 : 1.0) * (0.5 + 1.5 * rng.unit());
+        if (rng.below(2) == 0) features.row(i) = factor * features.row(0);
+      }
+      return;
+    case FeatureStyle::magnitudes:
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        features.row(i) *= std::pow(10.0, 8.0 * rng.unit() - 4.0);
+      }
+      return;
+  }
+}
+
 loss::ShardBatch shard_batch(Rng& rng, const std::vector<std::int32_t>& negatives,
-                             std::int32_t feature_dim) {
+                             std::int32_t feature_dim, FeatureStyle style) {
   loss::ShardBatch batch;
   batch.negative_counts = negatives;
   std::int64_t rows = 0;
   for (std::int32_t k : negatives) rows += k + 2;
   batch.features = normal_matrix(rng, rows, feature_dim);
+  apply_style(rng, style, negatives, batch.features);
   return batch;
 }
 
-const char* name_of(Reduction r) { return r == Reduction::mean ? "mean" : "sum"; }
-const char* name_of(GatherPath g) { return g == GatherPath::object ? "object" : "tensor"; }
-const char* name_of(ScalarType s) { return s == ScalarType::float64 ? "f64" : "f32"; }
+const char* name_of(Reduction r) {
+  return r == Reduction::mean ? "mean" : "sum";
+}
+const char* name_of(GatherPath g) {
+  return g == GatherPath::object ? "object" : "tensor";
+}
+const char* name_of(ScalarType s) {
+  return s == ScalarType::float64 ? "f64" : "f32";
+}
 
 }  // namespace
+
+const char* name_of(FeatureStyle style) {
+  switch (style) {
+    case FeatureStyle::normal:
+      return "normal";
+    case FeatureStyle::duplicated:
+      return "duplicated";
+    case FeatureStyle::threshold_ties:
+      return "threshold-ties";
+    case FeatureStyle::zero_rows:
+      return "zero-rows";
+    case FeatureStyle::collinear:
+      return "collinear";
+    case FeatureStyle::magnitudes:
+      return "magnitudes";
+  }
+  return "?";
+}
 
 Case build_case(const CaseSpec& spec) {
   Case c;
   c.mesh = {spec.world, spec.dp};
   c.reduction = spec.reduction;
   c.gather = spec.gather;
-  c.compensate = true;
+  c.compensate = spec.compensate;
   c.loss.temperature = spec.temperature;
   c.loss.use_batch = spec.use_batch;
   if (spec.hard_negatives > 0) c.loss.hard_negatives = spec.hard_negatives;
@@ -44,9 +114,10 @@ Case build_case(const CaseSpec& spec) {
   c.loss.include_qq = spec.include_qq;
   c.loss.include_dd = spec.include_dd;
   c.encoder_normalize = spec.normalize;
-  c.accumulation_steps = spec.accumulation_steps();
+  c.accumulation_steps = spec.accumulation_steps() + spec.idle_steps;
+  if (spec.idle_steps > 0) c.accumulation_window = spec.accumulation_steps();
   c.accumulation_normalize = spec.accumulation_normalize;
-  c.rng_mode = RngMode::synced;
+  c.rng_mode = spec.per_rank_rng ? RngMode::per_rank : RngMode::synced;
   c.rng_seed = spec.rng_seed;
   c.scalar = spec.scalar;
 
@@ -54,7 +125,16 @@ Case build_case(const CaseSpec& spec) {
   c.weight = normal_matrix(rng, spec.embedding_dim, spec.feature_dim);
   for (const auto& micro : spec.negatives) {
     auto& shards = c.batches.emplace_back();
-    for (const auto& shard : micro) shards.push_back(shard_batch(rng, shard, spec.feature_dim));
+    for (const auto& shard : micro) {
+      shards.push_back(shard_batch(rng, shard, spec.feature_dim, spec.features));
+    }
+  }
+  for (std::int32_t m = 0; m < spec.idle_steps; ++m) {  // outside the window: empty
+    auto& shards = c.batches.emplace_back(static_cast<std::size_t>(spec.dp));
+    for (auto& shard : shards) shard.features.resize(0, spec.feature_dim);
+  }
+  if (spec.record_draws && c.loss.hard_negatives) {
+    c.padding_draws = step::arbitrary_padding_draws(c, spec.draw_seed);
   }
   return c;
 }
@@ -81,7 +161,11 @@ std::string describe(const CaseSpec& spec) {
       << " dd=" << spec.include_dd << " T=" << spec.temperature
       << " reduction=" << name_of(spec.reduction) << " gather=" << name_of(spec.gather)
       << " scalar=" << name_of(spec.scalar) << " data_seed=" << spec.data_seed
-      << " rng_seed=" << spec.rng_seed;
+      << " rng_seed=" << spec.rng_seed << " compensate=" << spec.compensate
+      << " per_rank_rng=" << spec.per_rank_rng << " idle_steps=" << spec.idle_steps
+      << " record_draws=" << spec.record_draws << " draw_seed=" << spec.draw_seed
+      << " features=" << name_of(spec.features) << " schedule_seed=" << spec.schedule_seed
+      << " reduction_order_seed=" << spec.reduction_order_seed;
   return out.str();
 }
 

@@ -12,6 +12,17 @@
 
 namespace infonce::properties {
 
+// How the feature rows are drawn: normal, or shaped to hunt for trouble.
+enum class FeatureStyle {
+  normal,          // i.i.d. standard normal
+  duplicated,      // some rows copies of an earlier row of their shard
+  threshold_ties,  // a negative equal to its group's positive: an exact tie with the mask
+                   // threshold (the generator pairs it with masking at margin 0)
+  zero_rows,       // some rows zero: the eps branch of the L2 normalisation
+  collinear,       // some rows multiples of their shard's first row
+  magnitudes,      // every row scaled by 10^u, u uniform in [-4, 4]
+};
+
 struct CaseSpec {
   std::int32_t world = 1;
   std::int32_t dp = 1;
@@ -33,7 +44,20 @@ struct CaseSpec {
   ScalarType scalar = ScalarType::float64;
   std::uint64_t data_seed = 0;
   std::uint64_t rng_seed = 0;
+  bool compensate = true;     // false: the trainer before the fix (gradient = reference / s)
+  bool per_rank_rng = false;  // generated only where the step keeps one objective
+  // Configured micro-steps beyond the accumulation window (SPEC section 12):
+  // `negatives` holds the window's micro-steps; 0 writes no window key.
+  std::int32_t idle_steps = 0;
+  bool record_draws = false;  // arbitrary recorded padding_draws (only with hard_negatives)
+  std::uint64_t draw_seed = 0;
+  FeatureStyle features = FeatureStyle::normal;
+  // How the step is run, not part of the case: the random interleaving
+  // compared with FIFO, and the all-reduce summation order (0: rank order).
+  std::uint64_t schedule_seed = 1;
+  std::uint64_t reduction_order_seed = 0;
 
+  // The micro-steps that run (the window).
   std::int32_t accumulation_steps() const { return static_cast<std::int32_t>(negatives.size()); }
 };
 
@@ -41,6 +65,8 @@ struct CaseSpec {
 // with the numbers drawn from Rng(data_seed). Padding draws are recorded in
 // the case, so another framework can replay it exactly.
 Case build_case(const CaseSpec& spec);
+
+const char* name_of(FeatureStyle style);
 
 // One line, e.g. "W=4 P=2 A=1 groups=[[1,2],[0,1]] F=2 D=3 ...".
 std::string describe(const CaseSpec& spec);

@@ -19,8 +19,12 @@ namespace {
 int pick(int lo, int hi) {
   return std::clamp(*rc::gen::resize(rc::kNominalSize, rc::gen::inRange(lo, hi + 1)), lo, hi);
 }
-int pick_sized(int lo, int hi) { return std::clamp(*rc::gen::inRange(lo, hi + 1), lo, hi); }
-bool flip() { return pick(0, 1) == 1; }
+int pick_sized(int lo, int hi) {
+  return std::clamp(*rc::gen::inRange(lo, hi + 1), lo, hi);
+}
+bool flip() {
+  return pick(0, 1) == 1;
+}
 
 template <class T, std::size_t N>
 T pick_from(const std::array<T, N>& choices) {
@@ -62,6 +66,27 @@ CaseSpec generate(const GeneratorLimits& limits) {
   spec.scalar = flip() ? ScalarType::float32 : ScalarType::float64;
   spec.data_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
   spec.rng_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
+  // Legitimate configurations that hunt for trouble. Each is drawn whatever
+  // the structure (stable positions under shrinking) and shrinks toward the
+  // plain case: compensation on, synced generators, a full accumulation
+  // window, generated draws, normal features, rank-order reduction.
+  spec.compensate = pick(0, 7) != 7;  // ~1/8: the trainer before the fix, gradient exactly 1/P
+  const bool per_rank_wanted = pick(0, 3) == 3;
+  const bool partial_window = pick(0, 3) == 3;
+  const int idle_steps = pick(1, 2);
+  const bool record_draws = flip();
+  spec.draw_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(0, INT_MAX)));
+  const int style = pick(0, 9);  // half the cases normal, the rest one adversarial style each
+  spec.features = style < 5 ? FeatureStyle::normal : static_cast<FeatureStyle>(style - 4);
+  if (spec.features == FeatureStyle::threshold_ties) {
+    spec.mask_fake_negative = true;  // the tie is with the mask threshold q.p + margin
+    spec.fake_neg_margin = 0.0;
+  }
+  spec.schedule_seed = static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(1, INT_MAX)));
+  const bool permute_reduction = flip();
+  const auto reduction_seed =
+      static_cast<std::uint64_t>(*rc::gen::noShrink(rc::gen::inRange(1, INT_MAX)));
+  spec.reduction_order_seed = permute_reduction ? reduction_seed : 0;
   // Normalised embeddings of F = 1 or D = 1 are all collinear (+-u): every
   // similarity is +-1 whatever W is, the exact gradient is zero, and a case
   // would compare rounding noise only. So normalised cases start at 2.
@@ -79,19 +104,36 @@ CaseSpec generate(const GeneratorLimits& limits) {
   spec.negatives.clear();
   for (int m = 0; m < accumulation; ++m) {
     auto& shards = spec.negatives.emplace_back();
+    bool any_group = false;
     for (int d = 0; d < spec.dp; ++d) {
-      // Without use_batch every rank needs a group; with it only the whole batch does.
-      const int min_groups = (!spec.use_batch || d == 0) ? 1 : 0;
+      // Without use_batch every rank needs a group; with it only the whole
+      // batch does, and any shard may be empty, rank 0's included.
+      const int min_groups = spec.use_batch ? 0 : 1;
       shards.push_back(pick_negatives(pick_sized(min_groups, max_groups), min_k,
                                       limits.max_negatives, equal_negatives));
+      any_group = any_group || !shards.back().empty();
+    }
+    if (!any_group) {
+      shards.back() = pick_negatives(1, min_k, limits.max_negatives, equal_negatives);
     }
   }
+  // A partial window needs configured steps beyond it (SPEC section 12).
+  spec.idle_steps = partial_window ? idle_steps : 0;
+  spec.record_draws = record_draws && spec.hard_negatives > 0;
+  // Per-rank generators keep one objective when nothing is drawn (no padding,
+  // or recorded draws), or when each rank pads only its own shard and has no
+  // replica that would pad it differently.
+  const bool one_objective =
+      spec.hard_negatives == 0 || spec.record_draws || (!spec.use_batch && spec.world == spec.dp);
+  spec.per_rank_rng = per_rank_wanted && one_objective;
   return spec;
 }
 
 }  // namespace
 
-GeneratorLimits default_limits() { return {}; }
+GeneratorLimits default_limits() {
+  return {};
+}
 
 GeneratorLimits typical_limits() {
   return {.max_world = 8, .max_groups = 3, .max_negatives = 3, .max_dim = 6, .max_accumulation = 3};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,12 @@
 namespace infonce::properties {
 
 // Property names, stable: they appear in reports and JUnit output.
-inline constexpr const char* kGradientMatches = "gradient-matches-reference";   // 1
-inline constexpr const char* kUncompensatedRatio = "uncompensated-ratio-is-1/P"; // 2
-inline constexpr const char* kCodePathsAgree = "code-paths-agree";              // 3
-inline constexpr const char* kScheduleIndependent = "schedule-independent";     // 4
-inline constexpr const char* kEqualLoss = "equal-loss-on-every-rank";           // 5
-inline constexpr const char* kPaddingSkipsPositive = "padding-skips-positive";  // 6
+inline constexpr const char* kGradientMatches = "gradient-matches-reference";     // 1
+inline constexpr const char* kUncompensatedRatio = "uncompensated-ratio-is-1/P";  // 2
+inline constexpr const char* kCodePathsAgree = "code-paths-agree";                // 3
+inline constexpr const char* kScheduleIndependent = "schedule-independent";       // 4
+inline constexpr const char* kEqualLoss = "equal-loss-on-every-rank";             // 5
+inline constexpr const char* kPaddingSkipsPositive = "padding-skips-positive";    // 6
 inline constexpr const char* kNoCrash = "step-runs";  // the distributed step did not throw
 // The loss/ reference and the distributed step both agree with oracle/, an
 // implementation of SPEC sections 1, 2 and 4 that shares no code with them.
@@ -40,16 +41,19 @@ inline constexpr std::int64_t kOracleSampleEvery = 16;
 std::int64_t oracle_work(const Case& c);
 bool oracle_applies(const Case& c, OracleMode mode, std::int64_t case_index);
 
+// The property name of a mutant's CaughtBy.
+const char* property_catching(step::CaughtBy caught_by);
+
 struct PropertyFailure {
   std::string property;
   std::string detail;  // one line
 };
 
 struct CaseVerdict {
-  bool discarded = false;       // the reference rejects the case (e.g. every logit masked)
+  bool discarded = false;  // the reference rejects the case (e.g. every logit masked)
   std::string discard_reason;
   std::vector<PropertyFailure> failures;
-  step::CaseReport report;      // the compensated run (under the mutant, if any)
+  step::CaseReport report;  // the compensated run (under the mutant, if any)
   bool uncompensated_checked = false;
   bool code_paths_checked = false;
   bool schedule_checked = true;  // false for an external step (no schedule of ours to vary)
@@ -61,6 +65,9 @@ struct PropertyOptions {
   std::uint64_t schedule_seed = 1;  // the random interleaving compared with FIFO
   OracleMode oracle = OracleMode::every;
   std::int64_t case_index = 0;  // the campaign's index of the case (the oracle's sample)
+  // The all-reduce sums in an order permuted by this seed (every run of the
+  // case); unset: rank order. The result is compared within tolerance.
+  std::optional<std::uint64_t> reduction_order_seed;
 };
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options);

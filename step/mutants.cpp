@@ -18,30 +18,42 @@ const std::array kMutants = {
     Mutant{"compensate-without-batch", "compensates by P although use_batch is false",
            CaughtBy::gradient, [](Case&, StepVariant& v) { v.compensate_without_batch = true; }},
     Mutant{"own-slot-at-world-rank", "puts the rank's live rows at its world rank, not its DP rank",
-           CaughtBy::gradient, [](Case&, StepVariant& v) { v.own_slot_at_world_rank = true; }},
-    Mutant{"threshold-grad",
-           "lets gradient flow through the fake-negative threshold (equivalent: the mask is a step "
-           "function of it)",
-           CaughtBy::none, [](Case&, StepVariant& v) { v.detach_threshold = false; }},
+           CaughtBy::crash, [](Case&, StepVariant& v) { v.own_slot_at_world_rank = true; }},
     Mutant{"ga-missing", "omits the 1/A gradient-accumulation normalisation", CaughtBy::gradient,
            [](Case&, StepVariant& v) { v.accumulation = AccumulationScaling::missing; }},
     Mutant{"ga-twice", "applies the 1/A gradient-accumulation normalisation twice",
            CaughtBy::gradient,
            [](Case&, StepVariant& v) { v.accumulation = AccumulationScaling::twice; }},
     Mutant{"labels-ungathered", "tensor path gathers embeddings but leaves labels local",
-           CaughtBy::gradient, [](Case& c, StepVariant& v) {
+           CaughtBy::crash,
+           [](Case& c, StepVariant& v) {
              c.gather = GatherPath::tensor;
              v.labels_ungathered = true;
            }},
+    Mutant{"partial-window-by-steps",
+           "normalises a partial accumulation window by the configured steps A, not its length A'",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.window_by_configured_steps = true; }},
+    Mutant{"rank-major-documents",
+           "documents gathered rank by rank [p n n | p n n]; targets assume all positives first",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.rank_major_documents = true; }},
+    Mutant{"dp-sum-on-compensated-loss",
+           "all-reduces a sum over the DP group on top of the loss compensated for a mean",
+           CaughtBy::gradient, [](Case&, StepVariant& v) { v.sum_reduce_under_mean = true; }},
+    Mutant{"targets-offset-by-world-rank",
+           "offsets the own groups' targets by the world rank, not the DP rank (with replicas)",
+           CaughtBy::crash, [](Case&, StepVariant& v) { v.targets_at_world_rank = true; }},
     Mutant{"legacy-padding", "hard-negative padding draws row j+1, which can be the positive",
-           CaughtBy::padding, [](Case& c, StepVariant&) { c.loss.padding = loss::Padding::legacy; }},
+           CaughtBy::padding,
+           [](Case& c, StepVariant&) { c.loss.padding = loss::Padding::legacy; }},
     Mutant{"per-rank-rng", "each rank pads with its own generator seed; ranks disagree on the loss",
            CaughtBy::equal_loss, [](Case& c, StepVariant&) { c.rng_mode = RngMode::per_rank; }},
 };
 
 }  // namespace
 
-std::span<const Mutant> mutant_registry() { return kMutants; }
+std::span<const Mutant> mutant_registry() {
+  return kMutants;
+}
 
 const Mutant* find_mutant(std::string_view name) {
   for (const Mutant& m : kMutants) {

@@ -13,12 +13,14 @@
 
 namespace infonce::step {
 
-// Which property is expected to catch the mutant.
+// The property that catches the mutant: the first failure the campaign
+// reports for it (the one it shrinks by). Every mutant is caught by one;
+// equivalent mutants have no place in the registry.
 enum class CaughtBy {
   gradient,    // property 1: distributed gradient/loss equals the reference
   padding,     // property 6: padding never selects the positive
   equal_loss,  // property 5: every rank reports the same loss
-  none,        // an equivalent mutant: no observable difference exists
+  crash,       // step-runs: the distributed step throws where the trainer would raise
 };
 
 struct Mutant {

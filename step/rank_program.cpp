@@ -169,7 +169,8 @@ std::int64_t count_padded_positives(const loss::GroupLayout& layout) {
 }
 
 double accumulation_divisor(const Case& c, const StepVariant& v) {
-  const double steps = c.accumulation_steps;
+  // A partial window (SPEC section 12) is normalised by the micro-steps that ran.
+  const double steps = v.window_by_configured_steps ? c.accumulation_steps : c.micro_steps_run();
   const double once = c.accumulation_normalize ? steps : 1.0;
   switch (v.accumulation) {
     case AccumulationScaling::once:
@@ -181,6 +182,91 @@ double accumulation_divisor(const Case& c, const StepVariant& v) {
   }
   INFONCE_ASSERT(false);
   return 1.0;
+}
+
+// Which gathered slot each group of `layout` belongs to (its query's row).
+std::vector<std::int32_t> slot_of_groups(const loss::GroupLayout& layout,
+                                         const std::vector<std::int64_t>& slot_rows) {
+  std::vector<std::int32_t> slots;
+  std::int32_t slot = 0;
+  std::int64_t slot_end = slot_rows.empty() ? 0 : slot_rows[0];
+  for (std::int32_t g = 0; g < layout.group_count(); ++g) {
+    const std::int32_t query = layout.group(g)[0];
+    while (query >= slot_end) {
+      ++slot;
+      INFONCE_ASSERT(static_cast<std::size_t>(slot) < slot_rows.size());
+      slot_end += slot_rows[static_cast<std::size_t>(slot)];
+    }
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
+// Mutant rank-major-documents (a layout mismatch a popular library shipped):
+// every rank lays its documents out positives first, [p.., n..], and the
+// gather concatenates them rank by rank, [p n n | p n n], while the targets
+// still assume every positive first (query g's target is document g). The
+// same documents, so the layout keeps each group's size and hands out the
+// document list in that order: group g's "positive" is document g, the
+// remaining documents fill the negative places in order.
+loss::GroupLayout rank_major_documents(const loss::GroupLayout& layout,
+                                       const std::vector<std::int32_t>& slot_of_group) {
+  std::vector<std::int32_t> documents;
+  const std::int32_t slots = slot_of_group.empty() ? 0 : slot_of_group.back() + 1;
+  for (std::int32_t s = 0; s < slots; ++s) {
+    for (std::int32_t g = 0; g < layout.group_count(); ++g) {
+      if (slot_of_group[g] == s) documents.push_back(layout.group(g)[1]);
+    }
+    for (std::int32_t g = 0; g < layout.group_count(); ++g) {
+      if (slot_of_group[g] != s) continue;
+      const auto rows = layout.group(g);
+      documents.insert(documents.end(), rows.begin() + 2, rows.end());
+    }
+  }
+  const auto groups = static_cast<std::size_t>(layout.group_count());
+  std::size_t next_negative = groups;
+  loss::GroupLayout out;
+  std::vector<std::int32_t> rows;
+  for (std::int32_t g = 0; g < layout.group_count(); ++g) {
+    const auto original = layout.group(g);
+    rows.assign({original[0], documents[static_cast<std::size_t>(g)]});
+    for (std::size_t k = 2; k < original.size(); ++k) rows.push_back(documents[next_negative++]);
+    out.add_group(rows);
+  }
+  INFONCE_ASSERT(next_negative == documents.size());
+  return out;
+}
+
+// Mutant targets-offset-by-world-rank: the rank's own groups take their
+// targets `arange(b) + offset` with the offset counted from the world rank's
+// slot instead of the DP rank's. With replicas (R > 1) the offset is wrong; a
+// target beyond the batch raises in the trainer (IndexError), and one inside
+// it makes the group's positive another group's.
+loss::GroupLayout targets_at_world_rank(const loss::GroupLayout& layout,
+                                        const std::vector<std::int32_t>& slot_of_group,
+                                        std::int32_t own_slot, std::int32_t world_rank) {
+  std::int32_t first_own = 0;
+  std::int32_t first_of_world_slot = 0;
+  for (const std::int32_t slot : slot_of_group) {
+    first_own += slot < own_slot ? 1 : 0;
+    first_of_world_slot += slot < world_rank ? 1 : 0;
+  }
+  loss::GroupLayout out;
+  std::vector<std::int32_t> rows;
+  for (std::int32_t g = 0; g < layout.group_count(); ++g) {
+    rows.assign(layout.group(g).begin(), layout.group(g).end());
+    if (slot_of_group[g] == own_slot) {
+      const std::int32_t target = g - first_own + first_of_world_slot;
+      if (target >= layout.group_count()) {
+        throw InputError("target " + std::to_string(target) + " is outside the " +
+                         std::to_string(layout.group_count()) +
+                         " groups (IndexError in the trainer)");
+      }
+      rows[1] = layout.group(target)[1];
+    }
+    out.add_group(rows);
+  }
+  return out;
 }
 
 // The rank's hard-negative generator (or recorded draws), running on across
@@ -213,14 +299,12 @@ const Matrix<Scalar>& as_scalar(const Matrix<double>& m, Matrix<Scalar>& storage
 template <class Scalar>
 std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
     SharedLosses<Scalar>* shared, std::int32_t micro, const Matrix<Scalar>& embeddings,
-    const loss::GroupLayout& layout, const loss::LossSettings& settings,
-    loss::LossVariant variant) {
+    const loss::GroupLayout& layout, const loss::LossSettings& settings) {
   if (shared != nullptr) {
-    return shared->loss_and_gradient(micro, embeddings, layout, settings, variant);
+    return shared->loss_and_gradient(micro, embeddings, layout, settings);
   }
   return std::make_shared<const loss::LossAndGradient<Scalar>>(
-      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings,
-                                              loss::CodePath::automatic, variant));
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings));
 }
 
 }  // namespace
@@ -246,28 +330,33 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
   const std::int32_t own_slot = v.own_slot_at_world_rank ? world_rank : dp_rank;
   const auto scale = static_cast<Scalar>(compensation_scale(c, v));
   const auto divisor = static_cast<Scalar>(accumulation_divisor(c, v));
-  const loss::LossVariant loss_variant{.detach_threshold = v.detach_threshold};
   RankPadding padding = rank_padding(c, world_rank);
 
   RankOutput<Scalar> out;
   sim::GradientBuffer<Scalar> gradient(static_cast<std::size_t>(weight.size()));
   Matrix<Scalar> features_storage;  // float cases: the features cast to float
-  for (std::int32_t micro = 0; micro < c.accumulation_steps; ++micro) {
+  for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
     const loss::ShardBatch& batch = c.batches[micro][dp_rank];
     const Matrix<Scalar>& features = as_scalar<Scalar>(batch.features, features_storage);
     const Matrix<Scalar> local = loss::encode(weight, features, c.encoder_normalize);
     std::vector<std::uint8_t> labels = loss::labels_for_negative_counts(batch.negative_counts);
 
     GlobalBatch<Scalar> global;
+    std::vector<std::int64_t> slot_rows;  // rows of each gathered slot, in slot order
     if (gather) {
       Gathered<Scalar> gathered =
           c.gather == GatherPath::object
               ? gather_objects(comm, dp_group, local, labels)
               : gather_tensors(comm, dp_group, local, labels, !v.labels_ungathered);
+      for (std::size_t i = 0; i < gathered.shards.size(); ++i) {
+        slot_rows.push_back(static_cast<std::int32_t>(i) == own_slot ? local.rows()
+                                                                     : gathered.shards[i].rows);
+      }
       global = assemble(std::move(gathered), local, own_slot);
     } else {
       global.embeddings = local;
       global.labels = std::move(labels);
+      slot_rows.push_back(local.rows());
     }
 
     loss::GroupLayout layout =
@@ -277,9 +366,15 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
                                            padding.plan->source(micro, padding.stream));
     }
     out.padded_positives += count_padded_positives(layout);
+    if (v.rank_major_documents || v.targets_at_world_rank) {
+      const std::vector<std::int32_t> slots = slot_of_groups(layout, slot_rows);
+      if (v.rank_major_documents && c.loss.use_batch) layout = rank_major_documents(layout, slots);
+      if (v.targets_at_world_rank && gather) {
+        layout = targets_at_world_rank(layout, slots, own_slot, world_rank);
+      }
+    }
 
-    const auto result =
-        loss_and_gradient(shared, micro, global.embeddings, layout, c.loss, loss_variant);
+    const auto result = loss_and_gradient(shared, micro, global.embeddings, layout, c.loss);
     const Scalar reported = v.scale_reported_loss ? result->loss * scale : result->loss;
     out.reported_loss += reported / divisor;
 
@@ -291,9 +386,10 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     gradient.accumulate(
         std::span<const Scalar>(grad_weight.data(), static_cast<std::size_t>(grad_weight.size())));
   }
-  gradient.reduce(comm, dp_group,
-                  c.reduction == Reduction::mean ? sim::GradientReduction::mean_over_world
-                                                 : sim::GradientReduction::sum_over_group);
+  const bool mean = c.reduction == Reduction::mean && !v.sum_reduce_under_mean;
+  gradient.reduce(
+      comm, dp_group,
+      mean ? sim::GradientReduction::mean_over_world : sim::GradientReduction::sum_over_group);
   out.grad.assign(gradient.values().begin(), gradient.values().end());
   return out;
 }

@@ -57,6 +57,8 @@ struct CaseReport {
   bool pass = true;              // all of the above, and no positive padded
   std::optional<ExpectCheck> expect;
   Tolerance tolerance{};
+  // > 1: the case runs without the fix and was compared with reference / this.
+  double reference_divided_by = 1;
 };
 
 struct RunOptions {

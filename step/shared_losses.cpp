@@ -46,6 +46,13 @@ std::uint64_t input_hash(std::int32_t micro, const Matrix<Scalar>& embeddings,
   return h.value();
 }
 
+bool same_settings(const loss::LossSettings& a, const loss::LossSettings& b) {
+  return a.temperature == b.temperature && a.use_batch == b.use_batch &&
+         a.hard_negatives == b.hard_negatives && a.padding == b.padding &&
+         a.mask_fake_negative == b.mask_fake_negative && a.fake_neg_margin == b.fake_neg_margin &&
+         a.include_qq == b.include_qq && a.include_dd == b.include_dd;
+}
+
 template <class Scalar>
 bool same_bits(const Matrix<Scalar>& a, const Matrix<Scalar>& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
@@ -56,14 +63,14 @@ bool same_bits(const Matrix<Scalar>& a, const Matrix<Scalar>& b) {
 }  // namespace
 
 template <class Scalar>
-const typename SharedLosses<Scalar>::Entry* SharedLosses<Scalar>::find(
-    std::uint64_t key, std::int32_t micro, const Matrix<Scalar>& embeddings,
-    const loss::GroupLayout& layout) const {
+const typename SharedLosses<Scalar>::Entry* SharedLosses<Scalar>::find(std::uint64_t key,
+                                                                       const Entry& wanted) const {
   const auto [first, last] = index_.equal_range(key);
   for (auto it = first; it != last; ++it) {
     const Entry& e = entries_[it->second];
-    if (e.micro == micro && e.layout.rows == layout.rows && e.layout.offsets == layout.offsets &&
-        same_bits(e.embeddings, embeddings)) {
+    if (e.micro == wanted.micro && e.path == wanted.path &&
+        same_settings(e.settings, wanted.settings) && e.layout.rows == wanted.layout.rows &&
+        e.layout.offsets == wanted.layout.offsets && same_bits(e.embeddings, wanted.embeddings)) {
       return &e;
     }
   }
@@ -73,19 +80,20 @@ const typename SharedLosses<Scalar>::Entry* SharedLosses<Scalar>::find(
 template <class Scalar>
 std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::loss_and_gradient(
     std::int32_t micro, const Matrix<Scalar>& embeddings, const loss::GroupLayout& layout,
-    const loss::LossSettings& settings, loss::LossVariant variant) {
+    const loss::LossSettings& settings, loss::CodePath path) {
   const std::uint64_t key = input_hash(micro, embeddings, layout);
-  if (const Entry* e = find(key, micro, embeddings, layout)) {
+  Entry wanted{micro, embeddings, layout, settings, path, nullptr};
+  if (const Entry* e = find(key, wanted)) {
     ++reuses_;
     return e->result;
   }
   ++evaluations_;
-  auto result =
-      std::make_shared<const loss::LossAndGradient<Scalar>>(loss::infonce_loss_and_gradient<Scalar>(
-          embeddings, layout, settings, loss::CodePath::automatic, variant));
+  wanted.result = std::make_shared<const loss::LossAndGradient<Scalar>>(
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings, path));
+  auto result = wanted.result;
   if (entries_.size() < kMaxEntries) {
     index_.emplace(key, entries_.size());
-    entries_.push_back(Entry{micro, embeddings, layout, result});
+    entries_.push_back(std::move(wanted));
   }
   return result;
 }

@@ -32,11 +32,13 @@ class SharedLosses {
   // under some mutants) ranks compute unshared, so memory stays bounded.
   static constexpr std::size_t kMaxEntries = 64;
 
-  // The loss and dL/dE of `embeddings` under `layout` for micro-step `micro`;
-  // settings and variant are the step's own, the same for every rank.
+  // The loss and dL/dE of `embeddings` under `layout` and `settings` for
+  // micro-step `micro`, by code path `path`. Every input is part of the key:
+  // an entry is reused only for the same micro-step, bits, layout, settings
+  // and path.
   std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
       std::int32_t micro, const Matrix<Scalar>& embeddings, const loss::GroupLayout& layout,
-      const loss::LossSettings& settings, loss::LossVariant variant);
+      const loss::LossSettings& settings, loss::CodePath path = loss::CodePath::automatic);
 
   std::int64_t evaluations() const { return evaluations_; }  // losses actually computed
   std::int64_t reuses() const { return reuses_; }
@@ -46,10 +48,11 @@ class SharedLosses {
     std::int32_t micro;
     Matrix<Scalar> embeddings;
     loss::GroupLayout layout;
+    loss::LossSettings settings;
+    loss::CodePath path;
     std::shared_ptr<const loss::LossAndGradient<Scalar>> result;
   };
-  const Entry* find(std::uint64_t key, std::int32_t micro, const Matrix<Scalar>& embeddings,
-                    const loss::GroupLayout& layout) const;
+  const Entry* find(std::uint64_t key, const Entry& wanted) const;
 
   std::deque<Entry> entries_;
   std::multimap<std::uint64_t, std::size_t> index_;  // input hash -> entries_ index

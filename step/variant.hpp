@@ -22,9 +22,12 @@ struct StepVariant {
   bool compensate_under_sum = false;      // wrong: scale even when the reducer sums
   bool compensate_without_batch = false;  // wrong: scale by P even when use_batch is false
   bool own_slot_at_world_rank = false;    // wrong: own live rows at the world rank's slot
-  bool detach_threshold = true;           // false: threshold gradient flows (equivalent mutant)
   AccumulationScaling accumulation = AccumulationScaling::once;
-  bool labels_ungathered = false;         // wrong (tensor path): embeddings gathered, labels not
+  bool window_by_configured_steps = false;  // wrong: a partial window divided by A, not A'
+  bool rank_major_documents = false;   // wrong: docs gathered rank by rank, targets positives-first
+  bool sum_reduce_under_mean = false;  // wrong: DP-group sum of a gradient compensated for a mean
+  bool targets_at_world_rank = false;  // wrong: own groups' targets offset by the world rank
+  bool labels_ungathered = false;      // wrong (tensor path): embeddings gathered, labels not
 };
 
 }  // namespace infonce::step

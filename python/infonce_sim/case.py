@@ -51,6 +51,9 @@ class Case:
     batches: list  # [micro][dp rank][group][row][F]
     expect: object  # None or dict(loss, grad, rtol?, atol?)
     dtype: str
+    # accumulation.window (docs/MODEL.md): `steps` above is the window, the
+    # micro-steps that run; the case file holds this many more, all empty.
+    empty_tail_steps: int = 0
 
     @property
     def replicas(self):
@@ -192,8 +195,15 @@ def parse_case(obj):
         raise CaseError(f"mesh.dp: {dp} does not divide mesh.world {world}")
     _check_keys(obj["encoder"], "encoder.", ("normalize", "weight"))
     weight = _matrix(obj["encoder"]["weight"], "encoder.weight")
-    _check_keys(obj["accumulation"], "accumulation.", ("steps", "normalize"))
+    _check_keys(obj["accumulation"], "accumulation.", ("steps", "normalize"), ("window",))
     steps = _int(obj["accumulation"]["steps"], "accumulation.steps", 1, 1024)
+    # A partial window: only the first `window` micro-steps run; the rest must be empty.
+    window = _int(obj["accumulation"].get("window", steps), "accumulation.window", 1, steps)
+    batches = _parse_batches(obj["batches"], steps, dp, len(weight[0]))
+    draws = _parse_draws(obj.get("padding_draws"), steps, dp)
+    for m in range(window, steps):
+        if any(batches[m]) or (draws is not None and any(draws[m])):
+            raise CaseError(f"batches[{m}]: outside accumulation.window: must be empty")
     _check_keys(obj["rng"], "rng.", ("mode", "seed"))
     _int(obj["rng"]["seed"], "rng.seed", 0, 2**64 - 1)
     return Case(
@@ -205,14 +215,15 @@ def parse_case(obj):
         loss=_parse_loss(obj["loss"]),
         normalize=_bool(obj["encoder"]["normalize"], "encoder.normalize"),
         weight=weight,
-        steps=steps,
+        steps=window,
         ga_normalize=_bool(obj["accumulation"]["normalize"], "accumulation.normalize"),
         rng_mode=_choice(obj["rng"]["mode"], "rng.mode", ("synced", "per-rank")),
         rng_seed=obj["rng"]["seed"],
-        padding_draws=_parse_draws(obj.get("padding_draws"), steps, dp),
-        batches=_parse_batches(obj["batches"], steps, dp, len(weight[0])),
+        padding_draws=None if draws is None else draws[:window],
+        batches=batches[:window],
         expect=_parse_expect(obj.get("expect"), len(weight), len(weight[0])),
-        dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")))
+        dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),
+        empty_tail_steps=steps - window)
 
 
 def load_case(path):

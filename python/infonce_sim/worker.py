@@ -62,6 +62,14 @@ def adapter_spec(args):
     return spec
 
 
+def _with_empty_tail(draws, case):
+    """[micro][world rank] draws for every micro-step of the case file: the
+    micro-steps after a partial accumulation window drew nothing."""
+    if draws is None:
+        return None
+    return list(draws) + [[[] for _ in range(case.world)] for _ in range(case.empty_tail_steps)]
+
+
 def _finite_or_none(x):
     return x if math.isfinite(x) else None
 
@@ -152,7 +160,7 @@ class Worker:
                 "losses": [_finite_or_none(float(x)) for x in result["losses"]],
                 "grad": _matrix(result["grad"]),
                 "grads": [_matrix(g) for g in result["grads"]],
-                "padding_draws": result["padding_draws"],
+                "padding_draws": _with_empty_tail(result["padding_draws"], case),
             }
         except ValueError as e:  # json.JSONDecodeError included
             response = {"id": request_id, "error": one_line(f"{type(e).__name__}: {e}")}

@@ -1,6 +1,5 @@
-// (c) The trainer's batched and loop code paths agree wherever both apply;
-// the automatic choice is the trainer's; and the "threshold gradient flows"
-// variant is an equivalent mutant (bit-identical results).
+// (c) The trainer's batched and loop code paths agree wherever both apply,
+// and the automatic choice is the trainer's.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -90,35 +89,6 @@ TEST(CodePaths, AutomaticGivesTheChosenPathsExactResult) {
     EXPECT_EQ(automatic.loss, explicit_path.loss);
     EXPECT_TRUE(automatic.grad_embeddings == explicit_path.grad_embeddings);
   }
-}
-
-template <class Scalar>
-bool bit_identical(const Matrix<Scalar>& a, const Matrix<Scalar>& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(Scalar) * static_cast<std::size_t>(a.size())) == 0;
-}
-
-// DESIGN.md: the threshold enters only through comparisons, so letting
-// gradient flow through it changes nothing.
-TEST(CodePaths, ThresholdGradientVariantIsBitIdentical) {
-  std::int64_t masked_cases = 0;
-  for (const Mode& base : all_modes()) {
-    if (!base.use_batch || !base.mask) continue;
-    for (std::uint64_t seed = 0; seed < 10; ++seed) {
-      const RandomCase c = random_case(base, 40000 + seed, seed % 2 == 0);
-      const Matrix<double> e = encode(c.weight, c.features, c.normalize);
-      masked_cases += mask_report(e, c.layout, c.settings).masked_count > 0 ? 1 : 0;
-      for (const CodePath path : applicable_paths(c.layout)) {
-        const auto correct = infonce_loss_and_gradient(e, c.layout, c.settings, path);
-        const auto mutant = infonce_loss_and_gradient(e, c.layout, c.settings, path,
-                                                      LossVariant{.detach_threshold = false});
-        EXPECT_EQ(std::memcmp(&correct.loss, &mutant.loss, sizeof(double)), 0);
-        EXPECT_TRUE(bit_identical(correct.grad_embeddings, mutant.grad_embeddings))
-            << base.name() << " " << path_name(path);
-      }
-    }
-  }
-  EXPECT_GE(masked_cases, 100);  // the masks really fired
 }
 
 }  // namespace

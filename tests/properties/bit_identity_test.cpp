@@ -101,18 +101,20 @@ std::uint64_t digest_cases(std::uint64_t seed, std::int64_t cases, const Generat
     }
     // Without oracle-agrees (added after the recording): the digests pin the
     // numbers of the step, the reference and the properties they judge.
-    add_verdict(d, check_case(c, {.mutant = nullptr, .schedule_seed = 5, .oracle = OracleMode::off}));
-    add_verdict(d, check_case(c, {.mutant = mutant, .schedule_seed = 5, .oracle = OracleMode::off}));
+    add_verdict(d, check_case(c, {.mutant = nullptr, .schedule_seed = 5, .oracle = OracleMode::off,
+                                  .reduction_order_seed = std::nullopt}));
+    add_verdict(d, check_case(c, {.mutant = mutant, .schedule_seed = 5, .oracle = OracleMode::off,
+                                  .reduction_order_seed = std::nullopt}));
   }
   return d.value();
 }
 
 TEST(BitIdentity, TypicalCasesGiveTheRecordedBits) {
-  EXPECT_EQ(digest_cases(11, 2000, typical_limits()), 0x647283ec6604ccebULL);
+  EXPECT_EQ(digest_cases(11, 2000, typical_limits()), 0x1e83aefb5b4c700eULL);
 }
 
 TEST(BitIdentity, DefaultCasesGiveTheRecordedBits) {
-  EXPECT_EQ(digest_cases(12, 300, default_limits()), 0x332adb33e426ceeaULL);
+  EXPECT_EQ(digest_cases(12, 300, default_limits()), 0x090815cde231e7faULL);
 }
 
 TEST(BitIdentity, CampaignReportIsTheRecordedOne) {

@@ -31,8 +31,8 @@ bool same_bits(const Matrix<double>& a, const Matrix<double>& b) {
 TEST(SharedLosses, IdenticalInputsAreEvaluatedOnce) {
   SharedLosses<double> shared;
   const loss::LossSettings settings;
-  const auto first = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
-  const auto second = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
+  const auto first = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
+  const auto second = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
   EXPECT_EQ(shared.evaluations(), 1);
   EXPECT_EQ(shared.reuses(), 1);
   EXPECT_EQ(first.get(), second.get());
@@ -45,16 +45,37 @@ TEST(SharedLosses, IdenticalInputsAreEvaluatedOnce) {
 TEST(SharedLosses, ADifferentBitMicroStepOrLayoutIsEvaluatedAgain) {
   SharedLosses<double> shared;
   const loss::LossSettings settings;
-  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
   // The smallest change of one entry: the next double after 1.0.
-  shared.loss_and_gradient(0, embeddings_2x2(std::nextafter(1.0, 2.0)), one_pair(), settings, {});
-  shared.loss_and_gradient(1, embeddings_2x2(1.0), one_pair(), settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(std::nextafter(1.0, 2.0)), one_pair(), settings);
+  shared.loss_and_gradient(1, embeddings_2x2(1.0), one_pair(), settings);
   loss::GroupLayout swapped;
   const std::int32_t rows[] = {1, 0};
   swapped.add_group(rows);
-  shared.loss_and_gradient(0, embeddings_2x2(1.0), swapped, settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), swapped, settings);
   EXPECT_EQ(shared.evaluations(), 4);
   EXPECT_EQ(shared.reuses(), 0);
+}
+
+// The settings and the code path are part of the key: the same bits under
+// another temperature, or by the other path, are another loss.
+TEST(SharedLosses, OtherSettingsOrCodePathAreEvaluatedAgain) {
+  SharedLosses<double> shared;
+  const loss::LossSettings settings;
+  const auto first = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
+  loss::LossSettings hotter = settings;
+  hotter.temperature = 2 * settings.temperature;
+  const auto second = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), hotter);
+  loss::LossSettings masked = settings;
+  masked.mask_fake_negative = true;
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), masked);
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, loss::CodePath::loop);
+  EXPECT_EQ(shared.evaluations(), 4);
+  EXPECT_EQ(shared.reuses(), 0);
+  const auto direct =
+      loss::infonce_loss_and_gradient<double>(embeddings_2x2(1.0), one_pair(), hotter);
+  EXPECT_EQ(std::memcmp(&second->loss, &direct.loss, sizeof(double)), 0);
+  EXPECT_NE(first.get(), second.get());  // not the entry stored for other settings
 }
 
 TEST(SharedLosses, PastTheEntryLimitRanksComputeUnshared) {
@@ -62,11 +83,11 @@ TEST(SharedLosses, PastTheEntryLimitRanksComputeUnshared) {
   const loss::LossSettings settings;
   const auto limit = static_cast<std::int32_t>(SharedLosses<double>::kMaxEntries);
   for (std::int32_t micro = 0; micro < limit + 3; ++micro) {
-    shared.loss_and_gradient(micro, embeddings_2x2(1.0), one_pair(), settings, {});
+    shared.loss_and_gradient(micro, embeddings_2x2(1.0), one_pair(), settings);
   }
   // Entries under the limit are still found; those past it were not stored.
-  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings, {});
-  shared.loss_and_gradient(limit + 1, embeddings_2x2(1.0), one_pair(), settings, {});
+  shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
+  shared.loss_and_gradient(limit + 1, embeddings_2x2(1.0), one_pair(), settings);
   EXPECT_EQ(shared.reuses(), 1);
   EXPECT_EQ(shared.evaluations(), limit + 4);
 }

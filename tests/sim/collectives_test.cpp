@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "sim/fiber_simulation.hpp"
 #include "sim/mesh.hpp"
+#include "tests/rapidcheck_seed.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 namespace infonce::sim {

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "sim/mesh.hpp"
+#include "tests/rapidcheck_seed.hpp"
 
 namespace infonce::sim {
 namespace {

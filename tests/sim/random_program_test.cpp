@@ -11,6 +11,7 @@
 #include "base/rng.hpp"
 #include "sim/determinism.hpp"
 #include "sim/mesh.hpp"
+#include "tests/rapidcheck_seed.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 namespace infonce::sim {
