@@ -1,5 +1,7 @@
 #include "properties/oracle_case.hpp"
 
+#include <algorithm>
+
 #include "oracle/objective.hpp"
 #include "step/recorded_padding.hpp"
 
@@ -56,15 +58,18 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
   d.normalize = c.encoder_normalize;
   d.accumulation_normalize = c.accumulation_normalize;
   d.sum_over_shards = !c.loss.use_batch && c.reduction == Reduction::sum;
-  for (const auto& shards : c.batches) {
+  // Only the micro-steps that run (a partial accumulation window leaves the
+  // rest empty): the oracle divides by the number of micro-steps it is given.
+  const std::size_t run = static_cast<std::size_t>(c.micro_steps_run());
+  for (std::size_t m = 0; m < std::min(run, c.batches.size()); ++m) {
     std::vector<oracle::ShardInput>& micro = d.micro_steps.emplace_back();
-    for (const loss::ShardBatch& shard : shards) {
+    for (const loss::ShardBatch& shard : c.batches[m]) {
       micro.push_back({input_rows(shard.features, c.scalar), labels_of(shard.negative_counts)});
     }
   }
-  for (const auto& streams : draws) {
+  for (std::size_t m = 0; m < std::min(run, draws.size()); ++m) {
     std::vector<oracle::Draws>& micro = d.draws.emplace_back();
-    for (const auto& stream : streams) micro.emplace_back(stream.begin(), stream.end());
+    for (const auto& stream : draws[m]) micro.emplace_back(stream.begin(), stream.end());
   }
   return d;
 }

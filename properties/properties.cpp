@@ -13,6 +13,11 @@
 #include "properties/oracle_agrees.hpp"
 
 namespace infonce::properties {
+
+double fix_scale(const Case& c) {
+  return c.loss.use_batch && c.reduction == Reduction::mean ? c.mesh.dp : 1;
+}
+
 namespace {
 
 std::string format(double value) {
@@ -110,9 +115,6 @@ void check_schedule(const step::DistributedSetup& setup, const step::Distributed
 
 // The fix's backward scale s (SPEC section 3): P with use_batch under a mean
 // reduction, else 1. Without the fix the gradient is exactly reference / s.
-double fix_scale(const Case& c) {
-  return c.loss.use_batch && c.reduction == Reduction::mean ? c.mesh.dp : 1;
-}
 
 // Property 2: without the fix, the reduced gradient is the reference / P.
 void check_uncompensated(const Case& c, const step::DistributedSetup& setup,

@@ -27,6 +27,10 @@ inline constexpr const char* kOracleAgrees = "oracle-agrees";
 
 std::vector<std::string> property_names();
 
+// The fix's scale s = P (use_batch, mean reduction), else 1: a step run with
+// `compensate: false` gives exactly reference / fix_scale (property 2).
+double fix_scale(const Case& c);
+
 // Where oracle-agrees runs. sampled: on every case whose oracle work
 // (oracle_work) is at most kOracleWorkBound, and above it on every
 // kOracleSampleEvery-th case index: a deterministic sample. Never on float32

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, in named stages (each prints its wall time):
 #   suite          set-up (with torch for the DDP conformance test), the suite on the normal build
-#   asan           the suite again under ASan + UBSan (Debug)
+#   asan           the suite again under ASan + UBSan (Debug), but the torch-labelled tests
 #   release-gcc    Release build of the libraries and the CLI with g++, installed to a fresh prefix
 #   consumer       examples/consumer built against that prefix, its test run
 #   deb            cpack -G DEB in the Release build; the .deb extracted into a throwaway root,
 #                  its infonce-sim run (--version, a 100-case campaign) from an empty directory
-#   release-clang  Release build of everything (tests included, not run) with clang++-14
+#   release-clang  Release build of the libraries and the CLI with clang++-14 (not run)
 #   fresh-root     scripts/fresh-root-check.sh: a Debian 12 debootstrap root, the README's
 #                  first command, this script's set-up, a few tests (root only)
 # INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all, in this order).
@@ -30,8 +30,11 @@ stage_suite() {
 
 stage_asan() {
   scripts/setup.sh build-asan -DINFONCE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-  # Property budgets shrink under the sanitizers (they run ~10x slower).
-  (cd build-asan && INFONCE_SANITIZER_BUILD=1 ctest --output-on-failure -j "$jobs" --timeout 1200)
+  # Property budgets shrink under the sanitizers (they run ~10x slower). The
+  # torch-labelled tests check Python code against the CLI, which the C++
+  # tests already run under the sanitizers: they run once, in the suite stage.
+  (cd build-asan && INFONCE_SANITIZER_BUILD=1 ctest --output-on-failure -j "$jobs" --timeout 1200 \
+    -LE torch)
 }
 
 # One Release build serves the install, the consumer and the .deb.
@@ -74,12 +77,15 @@ stage_deb() {
 
 stage_release-clang() {
   scripts/setup.sh --packages-only clang-14
-  scripts/setup.sh build-clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14
+  scripts/setup.sh build-clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DBUILD_TESTING=OFF -DINFONCE_BENCH=OFF
 }
 
 stage_fresh-root() {
   scripts/setup.sh --packages-only debootstrap
-  scripts/fresh-root-check.sh build-fresh-root
+  # Without torch there: the few tests it runs are C++ ones, and the suite
+  # stage installs torch through the same setup.sh on this machine.
+  INFONCE_FRESH_ROOT_TORCH=${INFONCE_FRESH_ROOT_TORCH:-0} scripts/fresh-root-check.sh build-fresh-root
 }
 
 total_start=$SECONDS
