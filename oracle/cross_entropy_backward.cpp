@@ -16,6 +16,19 @@ struct Scratch {
   std::vector<bool> kept;
 };
 
+// The closest mask decision of the row, relative (Result::min_mask_gap).
+void note_mask_gap(const LogitRow& row, const std::vector<Real>& similarities,
+                   const LossSettings& settings, Real& min_gap) {
+  const auto target = static_cast<std::size_t>(row.target);
+  const Real threshold = similarities[target] + settings.fake_neg_margin;
+  for (std::size_t e = 0; e < row.entries.size(); ++e) {
+    if (e == target || row.entries[e].block == Block::dd) continue;
+    const Real scale = std::abs(similarities[e]) + std::abs(threshold);
+    if (scale == 0) continue;  // 0 > 0 is decided exactly either way
+    min_gap = std::min(min_gap, std::abs(similarities[e] - threshold) / scale);
+  }
+}
+
 // Adds one row's loss and its gradient, scaled by `weight`, to `out`.
 void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings& settings,
              bool apply_mask, Real weight, Scratch& scratch, LossAndGradient& out) {
@@ -25,6 +38,7 @@ void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings
     similarities.push_back(dot_rows(embeddings, entry.left, embeddings, entry.right));
   }
   mark_kept_entries(row, similarities, settings, apply_mask, scratch.kept);
+  if (apply_mask) note_mask_gap(row, similarities, settings, out.min_mask_gap);
   const std::vector<bool>& kept = scratch.kept;
   require_some_kept(kept);
   const Real inverse_t = 1 / settings.temperature;

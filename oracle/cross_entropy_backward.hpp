@@ -2,6 +2,8 @@
 // (tests/oracle cross-checks it with AutoDiff on cross_entropy.hpp).
 #pragma once
 
+#include <limits>
+
 #include <vector>
 
 #include "oracle/description.hpp"
@@ -14,6 +16,7 @@ struct LossAndGradient {
   Real loss = 0;
   RealRows grad_embeddings;  // d loss / dE, one row per sentence
   Real max_abs_logit = 0;    // over kept entries: the loss's condition
+  Real min_mask_gap = std::numeric_limits<Real>::infinity();  // Result::min_mask_gap
   // dL/dE with every term taken in absolute value (softmax and the target's
   // -1 added, not cancelled): the scale rounding in softmax - onehot perturbs.
   RealRows grad_embeddings_bound;

@@ -4,6 +4,8 @@
 // oracle reads a case the way another framework would.
 #pragma once
 
+#include <limits>
+
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -67,6 +69,11 @@ struct Result {
   // The largest |logit| of any kept entry: rounding a logit z perturbs the
   // loss by about u |z| (u: the unit roundoff), whatever the loss's size.
   Real max_abs_logit = 0;
+  // The fake-negative mask's closest call: the smallest |s - h| over the
+  // compared entries, relative to |s| + |h| (+inf without the mask). Below
+  // the rounding of the code under test, its decision and the oracle's may
+  // differ, and both are right for their precision.
+  Real min_mask_gap = std::numeric_limits<Real>::infinity();
   // A bound on the terms of grad with softmax - onehot taken apart: the scale
   // at which rounding the logits perturbs it (cancellation included).
   RealRows grad_bound;

@@ -23,6 +23,7 @@ Result evaluate(const Description& description) {
         mean_cross_entropy_backward(embeddings, term.rows, description.loss, term.apply_mask);
     result.loss += term.weight * loss.loss;
     result.max_abs_logit = std::max(result.max_abs_logit, loss.max_abs_logit);
+    result.min_mask_gap = std::min(result.min_mask_gap, loss.min_mask_gap);
     for (std::size_t d = 0; d < shards; ++d) {
       if (term.shard < 0 || static_cast<std::size_t>(term.shard) == d) {
         result.shard_losses[d] += term.report_weight * loss.loss;
