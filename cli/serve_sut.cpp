@@ -49,7 +49,7 @@ Json handshake(const step::Mutant* mutant) {
             {"accumulation_normalize", {true, false}},
             {"rng_modes", {"synced"}},
             {"replays_padding_draws", true},
-            {"extension_keys", {"dtype"}}}}};
+            {"extension_keys", {"dtype", "accumulation.window"}}}}};
 }
 
 Json matrix_json(const std::vector<double>& flat, std::int64_t rows, std::int64_t cols) {

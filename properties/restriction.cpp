@@ -43,6 +43,8 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& r) {
   if (!r.mask_fake_negative) spec.mask_fake_negative = false;
   if (!r.include_qq) spec.include_qq = false;
   if (!r.include_dd) spec.include_dd = false;
+  if (!r.compensate_false) spec.compensate = true;
+  if (!r.partial_window) spec.idle_steps = 0;
   // The generator already keeps dp <= max_world (restricted limits); the
   // replicas of each shard are cut here.
   const std::int32_t replicas =
@@ -77,6 +79,10 @@ std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLi
   if (r.reduction) axes.push_back(std::string("reduction: ") + name_of(*r.reduction) + " only");
   if (r.gather) axes.push_back(std::string("gather: ") + name_of(*r.gather) + " only");
   if (r.scalar) axes.push_back(std::string("scalar: ") + name_of(*r.scalar) + " only");
+  if (!r.compensate_false) axes.push_back("compensate: true only (the SUT runs only its own fix)");
+  if (!r.partial_window) {
+    axes.push_back("accumulation.window: full windows only (not in extension_keys)");
+  }
   if (r.accumulation_normalize) {
     axes.push_back(std::string("accumulation_normalize: ") + name_of(*r.accumulation_normalize) +
                    " only");

@@ -31,6 +31,8 @@ struct Restriction {
   bool include_dd = true;
   std::int32_t max_world = kNoLimit;
   std::int32_t max_replicas = kNoLimit;
+  bool compensate_false = true;  // cases without the fix (compensate: false) may be generated
+  bool partial_window = true;    // cases with accumulation.window < steps may be generated
   std::int32_t min_dim = 1;  // F and D at least (a trainer may squeeze a dimension of 1 away)
   // The padding the cases ask for (the harness's own step: fixed).
   loss::Padding padding = loss::Padding::fixed;

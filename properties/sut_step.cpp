@@ -84,6 +84,9 @@ Restriction restriction_of(const sut::Supports& s) {
         "--sut: handshake.supports.rng_modes: lacks \"synced\", which every generated case uses");
   }
   Restriction r;
+  r.compensate_false = s.compensate_false;
+  // A key beyond the case file's first version: sent only where declared.
+  r.partial_window = s.declares("accumulation.window");
   r.use_batch = only(s.use_batch);
   r.accumulation_normalize = only(s.accumulation_normalize);
   r.reduction = only(s.reductions);
@@ -135,10 +138,19 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session) {
       return verdict;
     }
   }
-  verdict.report = step::evaluate(judged, distributed_result(result, judged, reference), reference);
+  // A case without the fix owes reference / P (property 2), as on our own step.
+  const double divisor = c.compensate ? 1 : fix_scale(c);
+  step::ReferenceValues owed = reference;
+  owed.grad /= divisor;
+  owed.grad_magnitude /= divisor;
+  verdict.report = step::evaluate(judged, distributed_result(result, judged, reference), owed);
+  if (divisor > 1) {
+    verdict.report.reference_divided_by = divisor;
+    verdict.uncompensated_checked = true;
+  }
   check_reported_step(verdict.report, verdict);
   const sut::Supports& supports = session.handshake().supports;
-  if (supports.compensate_false && c.loss.use_batch && c.reduction == Reduction::mean &&
+  if (c.compensate && supports.compensate_false && c.loss.use_batch && c.reduction == Reduction::mean &&
       c.mesh.dp >= 2) {
     verdict.uncompensated_checked = true;
     Case uncompensated = judged;

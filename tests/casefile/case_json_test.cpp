@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using testing::bad_cases;
 using testing::kValidCaseText;
 
-const fs::path kRepo = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path kRepo = INFONCE_SOURCE_DIR;  // not __FILE__: relative under Ninja
 
 std::vector<fs::path> corpus_files() {
   std::vector<fs::path> files;

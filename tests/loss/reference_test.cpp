@@ -205,7 +205,7 @@ TEST(Reference, FloatAgreesWithDouble) {
 // ---- the real trainer's reference values ----
 
 std::filesystem::path corpus_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "corpus" /
+  return std::filesystem::path(INFONCE_SOURCE_DIR) / "corpus" /
          "real-trainer";
 }
 

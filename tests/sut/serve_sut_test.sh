@@ -46,7 +46,8 @@ expect_exit 1 mutant1 "$sim" check --sut "$mutant" --cases 300 --jobs 1 --corpus
 contains mutant1.out "gradient-matches-reference"
 contains mutant1.out "ratio 0.5"
 contains mutant1.out "shrunk:   W=2 P=2 A=1"
-contains mutant1.out "reproduce: infonce-sim replay --seed 1 --case-index"
+# The reproduce lines start with the program as it was invoked.
+contains mutant1.out "reproduce: $sim replay --seed 1 --case-index"
 contains mutant1.out "--sut '$mutant'"
 contains mutant1.out "saved:    found/case-"
 expect_exit 1 mutant2 "$sim" check --sut "$mutant" --cases 300 --jobs 2 --corpus-dir found \
@@ -56,7 +57,7 @@ for kind in out json xml svg; do
 done
 
 # 3. The printed reproduce commands reproduce: the same shrunk case, the same file.
-replay=$(sed -n 's/^  reproduce: infonce-sim //p' mutant1.out)
+replay=$(sed -n "s|^  reproduce: $sim ||p" mutant1.out)
 eval "expect_exit 1 replay \"\$sim\" $replay"
 grep '^  shrunk:' mutant1.out >shrunk.expected
 grep '^  shrunk:' replay.out >shrunk.got

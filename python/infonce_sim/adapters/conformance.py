@@ -25,7 +25,7 @@ SUPPORTS = {
     "accumulation_normalize": [True, False],
     "rng_modes": ["synced", "per-rank"],
     "replays_padding_draws": True,
-    "extension_keys": ["dtype"],
+    "extension_keys": ["dtype", "accumulation.window"],
 }
 
 

@@ -230,7 +230,7 @@ class MsSwiftAdapter:
             "accumulation_normalize": [True, False],
             "rng_modes": ["synced", "per-rank"],
             "replays_padding_draws": True,
-            "extension_keys": ["dtype"],
+            "extension_keys": ["dtype", "accumulation.window"],
         }
         if min_dim is not None:  # opt-in: declare the D = 1 crash (the squeeze) instead of finding it
             self.supports["min_dim"] = int(min_dim)
