@@ -9,13 +9,17 @@
 #   release-clang  Release build of the libraries and the CLI with clang++-14 (not run)
 #   fresh-root     scripts/fresh-root-check.sh: a Debian 12 debootstrap root, the README's
 #                  first command, this script's set-up, a few tests (root only)
-# INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all, in this order).
+# INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all but fresh-root,
+# in this order).
 # Warnings are errors in every build (scripts/setup.sh passes -DINFONCE_WERROR=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 all_stages="suite asan release-gcc consumer deb release-clang fresh-root"
-stages=${INFONCE_CI_STAGES:-$all_stages}
+# fresh-root is not in the default yet: it has not passed end to end on this
+# project's CI machines (about 15-20 minutes more; INFONCE_CI_STAGES selects it).
+default_stages="suite asan release-gcc consumer deb release-clang"
+stages=${INFONCE_CI_STAGES:-$default_stages}
 for stage in $stages; do
   [[ " $all_stages " == *" $stage "* ]] || {
     echo "test.sh: error: unknown stage '$stage' in INFONCE_CI_STAGES (stages: $all_stages)" >&2
