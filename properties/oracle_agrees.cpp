@@ -154,7 +154,7 @@ void check_oracle_agrees(const Case& c, const step::DistributedResult& distribut
   std::string detail = reference_disagreement(reference, oracle, tolerance);
   if (detail.empty()) {
     // A step without the fix owes the oracle's gradient / P (property 2).
-    const double divisor = c.compensate ? 1 : fix_scale(c);
+    const double divisor = owed_divisor(c);
     OracleValues owed = oracle;
     owed.values.grad /= divisor;
     owed.values.grad_magnitude /= divisor;

@@ -18,6 +18,21 @@ double fix_scale(const Case& c) {
   return c.loss.use_batch && c.reduction == Reduction::mean ? c.mesh.dp : 1;
 }
 
+double owed_divisor(const Case& c) { return c.compensate ? 1 : fix_scale(c); }
+
+step::CaseReport evaluate_owed(const Case& c, const step::DistributedResult& result,
+                               const step::ReferenceValues& reference, CaseVerdict& verdict) {
+  const double divisor = owed_divisor(c);
+  if (divisor == 1) return step::evaluate(c, result, reference);
+  step::ReferenceValues divided = reference;
+  divided.grad /= divisor;
+  divided.grad_magnitude /= divisor;
+  step::CaseReport report = step::evaluate(c, result, divided);
+  report.reference_divided_by = divisor;
+  verdict.uncompensated_checked = true;
+  return report;
+}
+
 namespace {
 
 std::string format(double value) {
@@ -253,18 +268,7 @@ CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
     fifo_options.reduction_order_seed = options.reduction_order_seed;
     const step::DistributedResult fifo =
         step::run_on_fibers(setup.distributed_case(), setup.variant, fifo_options);
-    const double divisor = c.compensate ? 1 : fix_scale(c);
-    if (divisor > 1) {
-      // Without the fix the step's gradient is exactly reference / P (property 2).
-      step::ReferenceValues divided = reference;
-      divided.grad /= divisor;
-      divided.grad_magnitude /= divisor;
-      verdict.report = step::evaluate(c, fifo, divided);
-      verdict.report.reference_divided_by = divisor;
-      verdict.uncompensated_checked = true;
-    } else {
-      verdict.report = step::evaluate(c, fifo, reference);
-    }
+    verdict.report = evaluate_owed(c, fifo, reference, verdict);
     if (options.reduction_order_seed) relax_rank_consistency(fifo, verdict.report);
     // Most specific diagnosis first: ranks that disagree on the loss, or a
     // padded positive, also break the reference comparison.

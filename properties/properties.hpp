@@ -30,6 +30,9 @@ std::vector<std::string> property_names();
 // The fix's scale s = P (use_batch, mean reduction), else 1: a step run with
 // `compensate: false` gives exactly reference / fix_scale (property 2).
 double fix_scale(const Case& c);
+// What the step of `c` owes the reference: 1, or fix_scale for a case run
+// without the fix (compensate: false).
+double owed_divisor(const Case& c);
 
 // Where oracle-agrees runs. sampled: on every case whose oracle work
 // (oracle_work) is at most kOracleWorkBound, and above it on every
@@ -75,6 +78,11 @@ struct PropertyOptions {
 };
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options);
+
+// The step's report against what it owes: the reference, or reference / P
+// (property 2, then counted as checked and shown in reference_divided_by).
+step::CaseReport evaluate_owed(const Case& c, const step::DistributedResult& result,
+                               const step::ReferenceValues& reference, CaseVerdict& verdict);
 
 // The properties judged from a step's reported values alone (an external
 // step's): every rank's loss agrees, no padded positive, the reference matches.

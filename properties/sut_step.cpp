@@ -138,16 +138,8 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session) {
       return verdict;
     }
   }
-  // A case without the fix owes reference / P (property 2), as on our own step.
-  const double divisor = c.compensate ? 1 : fix_scale(c);
-  step::ReferenceValues owed = reference;
-  owed.grad /= divisor;
-  owed.grad_magnitude /= divisor;
-  verdict.report = step::evaluate(judged, distributed_result(result, judged, reference), owed);
-  if (divisor > 1) {
-    verdict.report.reference_divided_by = divisor;
-    verdict.uncompensated_checked = true;
-  }
+  verdict.report =
+      evaluate_owed(judged, distributed_result(result, judged, reference), reference, verdict);
   check_reported_step(verdict.report, verdict);
   const sut::Supports& supports = session.handshake().supports;
   if (c.compensate && supports.compensate_false && c.loss.use_batch && c.reduction == Reduction::mean &&
