@@ -7,6 +7,8 @@
 # INFONCE_SETUP_TARGET=T builds only target T (scripts/main-job.sh: the CLI).
 # Warnings are errors here (-DINFONCE_WERROR=ON); pass -DINFONCE_WERROR=OFF to
 # override. apt's own output is shown, one line per package and phase.
+# The build type is Release (the build the CLI ships as; pass -DCMAKE_BUILD_TYPE=...
+# to change it). When ccache is on PATH, compiles go through it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,8 +49,14 @@ install_missing "${packages[@]}"
 
 build_dir="${1:-build}"
 shift || true
+launcher=()
+if command -v ccache >/dev/null && [[ " $* " != *COMPILER_LAUNCHER* ]]; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  echo "setup: compiling through ccache ($(ccache --get-config cache_dir 2>/dev/null || echo '?'))"
+fi
 echo "setup: configuring $build_dir"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFONCE_WERROR=ON "$@"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINFONCE_WERROR=ON \
+  "${launcher[@]}" "$@"
 if [[ -n "${INFONCE_SETUP_TARGET:-}" ]]; then
   echo "setup: building $INFONCE_SETUP_TARGET in $build_dir"
   cmake --build "$build_dir" --target "$INFONCE_SETUP_TARGET"

@@ -1,31 +1,39 @@
 #!/usr/bin/env bash
 # The whole test suite, in named stages (each prints its wall time):
-#   suite          set-up (with torch for the DDP conformance test), the suite on the normal build
+#   suite          set-up (with torch for the DDP conformance test), the suite on the normal
+#                  build (Release, g++)
+#   fresh-root     scripts/fresh-root-check.sh: a Debian 12 debootstrap root, the README's
+#                  first command, this script's set-up, a few tests (root only)
 #   asan           the suite again under ASan + UBSan (Debug), but the torch-labelled tests
-#   release-gcc    Release build of the libraries and the CLI with g++, installed to a fresh prefix
+#   release-gcc    the suite's Release g++ build installed to a fresh prefix
 #   consumer       examples/consumer built against that prefix, its test run
 #   deb            cpack -G DEB in the Release build; the .deb extracted into a throwaway root,
 #                  its infonce-sim run (--version, a 100-case campaign) from an empty directory
-#   release-clang  Release build of the libraries and the CLI with clang++-14 (not run)
-#   fresh-root     scripts/fresh-root-check.sh: a Debian 12 debootstrap root, the README's
-#                  first command, this script's set-up, a few tests (root only)
-# INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all but fresh-root,
-# in this order).
+#   release-clang  Release build of the libraries and the CLI with clang++-14, with the tests
+#                  and benchmarks off (BUILD_TESTING=OFF, INFONCE_BENCH=OFF)
+# INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all, in this order).
 # Warnings are errors in every build (scripts/setup.sh passes -DINFONCE_WERROR=ON).
+# Compiles go through ccache (installed here), one cache for every stage, kept in
+# build-ccache/ unless CCACHE_DIR says otherwise: the fresh root reuses the suite's objects,
+# so it proves the packages without compiling everything a second time (a missing header
+# still fails in the preprocessor, a missing library at the link).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-all_stages="suite asan release-gcc consumer deb release-clang fresh-root"
-# fresh-root is not in the default yet: it has not passed end to end on this
-# project's CI machines (about 15-20 minutes more; INFONCE_CI_STAGES selects it).
-default_stages="suite asan release-gcc consumer deb release-clang"
-stages=${INFONCE_CI_STAGES:-$default_stages}
+all_stages="suite fresh-root asan release-gcc consumer deb release-clang"
+stages=${INFONCE_CI_STAGES:-$all_stages}
 for stage in $stages; do
   [[ " $all_stages " == *" $stage "* ]] || {
     echo "test.sh: error: unknown stage '$stage' in INFONCE_CI_STAGES (stages: $all_stages)" >&2
     exit 2
   }
 done
+
+scripts/setup.sh --packages-only ccache
+export CCACHE_DIR=${CCACHE_DIR:-$PWD/build-ccache}
+# Paths relative to the checkout and the compiler judged by its contents, so that the
+# same sources built from another directory or another root hit the same entries.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
 
 stage_suite() {
   INFONCE_WITH_TORCH=1 scripts/setup.sh build
@@ -41,12 +49,13 @@ stage_asan() {
     -LE torch)
 }
 
-# One Release build serves the install, the consumer and the .deb.
-release_dir=build-release
-release_prefix=$PWD/$release_dir/stage
+# The suite's Release g++ build serves the install, the consumer and the .deb.
+release_dir=build
+release_prefix=$PWD/build-release-stage
 stage_release-gcc() {
-  scripts/setup.sh "$release_dir" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER=g++ -DBUILD_TESTING=OFF -DINFONCE_BENCH=OFF
+  [[ -x $release_dir/infonce-sim ]] || INFONCE_WITH_TORCH=1 scripts/setup.sh "$release_dir"
+  grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$release_dir/CMakeCache.txt" ||
+    { echo "test.sh: error: $release_dir is not a Release build" >&2; exit 1; }
   rm -rf "$release_prefix"
   cmake --install "$release_dir" --prefix "$release_prefix"
   "$release_prefix/bin/infonce-sim" --version
@@ -54,7 +63,7 @@ stage_release-gcc() {
 
 stage_consumer() {
   [[ -x $release_prefix/bin/infonce-sim ]] || stage_release-gcc
-  local consumer_build=$release_dir/consumer
+  local consumer_build=build-consumer
   rm -rf "$consumer_build"
   cmake -S examples/consumer -B "$consumer_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$release_prefix" -DCMAKE_CXX_FLAGS="-Wall -Wextra -Wpedantic -Werror"
