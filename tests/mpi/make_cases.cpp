@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
+#include "base/concat.hpp"
 #include "casefile/case_json.hpp"
 #include "properties/case_spec.hpp"
 
@@ -91,7 +92,7 @@ infonce::Case draw_case(Rng& rng, std::int32_t world, std::int32_t dp) {
 std::string file_name(std::int32_t world, std::int32_t dp, std::int64_t index) {
   std::string number = std::to_string(index);
   number.insert(0, number.size() < 3 ? 3 - number.size() : 0, '0');
-  return "w" + std::to_string(world) + "d" + std::to_string(dp) + "-" + number + ".json";
+  return infonce::concat("w", std::to_string(world), "d", std::to_string(dp), "-", number, ".json");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "step/field_configurations.hpp"
+#include "base/concat.hpp"
 
 namespace infonce::step {
 namespace {
@@ -119,7 +120,7 @@ TEST(FieldConfigurations, TheDocListsEveryRegistryRowWithItsPointSourceAndDagger
     ASSERT_TRUE(rows.contains(c.row)) << "row " << c.row;
     const DocRow& row = rows.at(c.row);
     const std::string where = "docs/field.md row " + std::to_string(c.row);
-    EXPECT_EQ(row.cells[4], "`" + name_of(c.strategy) + "`") << where;
+    EXPECT_EQ(row.cells[4], concat("`", name_of(c.strategy), "`")) << where;
     const std::string source(c.source);
     const std::string file = source.substr(0, source.find(' '));
     EXPECT_NE(row.source.find(file), std::string::npos) << where << ": " << file;

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/rng.hpp"
+#include "base/concat.hpp"
 #include "properties/properties.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/tool/xml_check.hpp"
@@ -310,7 +311,7 @@ TEST(Check, SvgAndHtmlReportsAreWellFormed) {
     EXPECT_EQ(xml_problem(picture), "") << svg;
     EXPECT_TRUE(picture.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     for (const char* axis : {"world", "use_batch", "hard_negatives", "temperature", "scalar"}) {
-      EXPECT_NE(picture.find(">" + std::string(axis) + "</text>"), std::string::npos) << axis;
+      EXPECT_NE(picture.find(concat(">", axis, "</text>")), std::string::npos) << axis;
     }
     EXPECT_NE(picture.find("float64 tolerance 1e-12"), std::string::npos);
     const std::string page = read_file(html);
