@@ -432,7 +432,11 @@ std::string report_markdown(const MemoryFigures& memory, const std::vector<Row>&
   if (kShared) {
     md << "The shared-loss step lets ranks whose loss inputs are bit-identical share one "
           "evaluation (RunOptions::share_identical_losses, what the property campaign uses): "
-          "O(N^2 D) once plus O(N D) per rank.\n";
+          "O(N^2 D) once. The members of an object gather share its result, and what is "
+          "derived from it alone (the concatenated shards, the parsed group layout, their "
+          "hashes) is built once per gather; a rank whose gathered slot holds its own bits takes "
+          "that batch, so per rank it is its own rows plus O(P) bookkeeping (group member "
+          "lists), not O(N D).\n";
   }
   md << "\n## Memory per rank (use_batch = false, 1 group [q, p, n] per rank)\n\n"
      << memory_table(memory)

@@ -158,6 +158,7 @@ bool Engine::GroupKeyLess::operator()(const Group& a, const Group& b) const {
 
 Engine::Engine(const SimulationOptions& options)
     : options_(options),
+      world_group_(options.world_size >= 1 ? world_group_of(options.world_size) : Group{0, {}}),
       ranks_(static_cast<std::size_t>(options.world_size)),
       live_(options.world_size) {}
 

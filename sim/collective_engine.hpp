@@ -85,6 +85,9 @@ class Engine {
 
   const SimulationOptions& options() const { return options_; }
   std::int32_t world_size() const { return options_.world_size; }
+  // The world group, built once: every rank asks for it (split, the DDP
+  // all-reduce), and building it is O(P).
+  const Group& world_group() const { return world_group_; }
   bool failed() const { return failure_.has_value(); }
   // Whether every collective call starts with a yield (random schedules only:
   // one more suspension point where the interleaving can change).
@@ -136,6 +139,7 @@ class Engine {
   [[noreturn]] void fail_here(std::string message);
 
   SimulationOptions options_;
+  Group world_group_;
   // Every group called, ordered (messages list them in this order) ...
   std::map<Group, std::unique_ptr<GroupState>, GroupKeyLess> groups_;
   // ... and indexed by a constant-time key for lookups (never iterated).

@@ -67,7 +67,7 @@ class FiberCommunicator final : public Communicator {
 
   std::int32_t world_rank() const override { return rank_; }
   std::int32_t world_size() const override { return engine_.world_size(); }
-  Group world() const override { return world_group_of(world_size()); }
+  Group world() const override { return engine_.world_group(); }
 
   Group split(std::int32_t color, std::int32_t key) override {
     Call call = begin(CollectiveKind::split, ElementType::none, 0);

@@ -1,6 +1,8 @@
 #include "sim/mesh.hpp"
 
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
 
@@ -73,9 +75,10 @@ Group dp_group_of(std::int32_t world, std::int32_t dp, std::int32_t world_rank) 
 
 Group world_group_of(std::int32_t world) {
   if (world < 1) throw InputError("mesh: world must be >= 1, got " + std::to_string(world));
-  Group group{0, {}};
-  group.world_ranks.reserve(static_cast<std::size_t>(world));
-  for (std::int32_t w = 0; w < world; ++w) group.world_ranks.push_back(w);
+  // Every rank asks for it (split, the DDP all-reduce): O(P) each, so one
+  // pass without push_back's per-element checks.
+  Group group{0, std::vector<std::int32_t>(static_cast<std::size_t>(world))};
+  std::iota(group.world_ranks.begin(), group.world_ranks.end(), 0);
   return group;
 }
 

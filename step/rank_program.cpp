@@ -18,11 +18,15 @@ namespace {
 
 // The global batch as one rank sees it after the gather: every shard's rows
 // in slot order, the rank's own live rows at [own_offset, own_offset + own_rows).
+// With a shared loss cache the embeddings may be a gather's shared
+// concatenation (`shared`, when the rank's own rows equal its gathered slot).
 template <class Scalar>
 struct GlobalBatch {
   Matrix<Scalar> embeddings;
+  SharedInput<Matrix<Scalar>> shared;  // set: the embeddings are *shared.value
   std::vector<std::uint8_t> labels;
   std::int64_t own_offset = 0;
+  const Matrix<Scalar>& matrix() const { return shared.value ? *shared.value : embeddings; }
 };
 
 template <class Scalar>
@@ -66,22 +70,96 @@ struct Gathered {
 
 // Object path: gather_object(sentences.unsqueeze(0)) and gather_object(labels),
 // each flattened one level: per-shard matrices, and the labels concatenated.
+struct GatheredObjectPair {
+  sim::GatheredObjects matrices;
+  sim::GatheredObjects labels;
+};
+
+GatheredObjectPair gather_object_pair(sim::Communicator& comm, const sim::Group& dp_group,
+                                      std::span<const std::byte> matrix_bytes,
+                                      const std::vector<std::uint8_t>& labels) {
+  GatheredObjectPair out;
+  out.matrices = comm.all_gather_object(dp_group, matrix_bytes);
+  const std::span<const std::byte> label_bytes(reinterpret_cast<const std::byte*>(labels.data()),
+                                               labels.size());
+  out.labels = comm.all_gather_object(dp_group, label_bytes);
+  return out;
+}
+
+std::vector<std::uint8_t> concatenated_labels(const sim::GatheredObjects& objects) {
+  std::vector<std::uint8_t> labels;
+  labels.reserve(objects.bytes().size());
+  for (const auto& bytes : objects) {
+    const auto* first = reinterpret_cast<const std::uint8_t*>(bytes.data());
+    labels.insert(labels.end(), first, first + bytes.size());
+  }
+  return labels;
+}
+
+template <class Scalar>
+Gathered<Scalar> from_objects(GatheredObjectPair pair) {
+  Gathered<Scalar> out;
+  out.objects = std::move(pair.matrices);
+  out.shards.reserve(out.objects.size());
+  for (const auto& bytes : out.objects)
+    out.shards.push_back(shard_from_bytes(bytes, sizeof(Scalar)));
+  out.labels = concatenated_labels(pair.labels);
+  return out;
+}
+
 template <class Scalar>
 Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_group,
                                 const Matrix<Scalar>& local,
                                 const std::vector<std::uint8_t>& labels) {
-  Gathered<Scalar> out;
-  out.objects = comm.all_gather_object(dp_group, matrix_to_bytes(local));
-  out.shards.reserve(out.objects.size());
-  for (const auto& bytes : out.objects)
-    out.shards.push_back(shard_from_bytes(bytes, sizeof(Scalar)));
-  const std::span<const std::byte> label_bytes(reinterpret_cast<const std::byte*>(labels.data()),
-                                               labels.size());
-  for (const auto& bytes : comm.all_gather_object(dp_group, label_bytes)) {
-    const auto* first = reinterpret_cast<const std::uint8_t*>(bytes.data());
-    out.labels.insert(out.labels.end(), first, first + bytes.size());
+  return from_objects<Scalar>(gather_object_pair(comm, dp_group, matrix_to_bytes(local), labels));
+}
+
+std::string own_slot_error(std::int32_t own_slot, std::size_t slots) {
+  // The trainer's `all_sentences[rank] = sentences` raises IndexError here.
+  return "own slot " + std::to_string(own_slot) + " is outside the " + std::to_string(slots) +
+         " gathered shards (IndexError in the trainer)";
+}
+
+// Every shard of an object gather concatenated in slot order (what assemble
+// builds when the own slot holds the rank's own bits), with its hash.
+template <class Scalar>
+ConcatenatedShards<Scalar> concatenate_shards(const sim::GatheredObjects& objects,
+                                              std::int64_t cols) {
+  ConcatenatedShards<Scalar> out;
+  std::vector<ShardView> shards;
+  shards.reserve(objects.size());
+  out.row_offsets.reserve(objects.size() + 1);
+  out.row_offsets.push_back(0);
+  for (const auto& bytes : objects) {
+    shards.push_back(shard_from_bytes(bytes, sizeof(Scalar)));
+    out.row_offsets.push_back(out.row_offsets.back() + shards.back().rows);
   }
+  auto matrix = std::make_shared<Matrix<Scalar>>(out.row_offsets.back(), cols);
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const ShardView& shard = shards[i];
+    if (shard.rows == 0) continue;
+    INFONCE_ASSERT(shard.cols == cols);
+    std::memcpy(matrix->row(out.row_offsets[i]).data(), shard.values,
+                sizeof(Scalar) * static_cast<std::size_t>(shard.rows * shard.cols));
+  }
+  out.embeddings.hash = SharedLosses<Scalar>::hash_of(*matrix);
+  out.embeddings.value = std::move(matrix);
   return out;
+}
+
+// Whether slot `own_slot` of an object gather holds exactly the rank's live
+// rows `local` (shape and bits): then the assembled batch, which puts `local`
+// in that slot, is the concatenation of the gathered shards.
+template <class Scalar>
+bool slot_holds_own_rows(const sim::GatheredObjects& objects, const Matrix<Scalar>& local,
+                         std::int32_t own_slot) {
+  if (own_slot < 0 || static_cast<std::size_t>(own_slot) >= objects.size()) return false;
+  const ShardView own =
+      shard_from_bytes(objects[static_cast<std::size_t>(own_slot)], sizeof(Scalar));
+  return own.rows == local.rows() && own.cols == local.cols() &&
+         (local.size() == 0 ||
+          std::memcmp(own.values, local.data(),
+                      sizeof(Scalar) * static_cast<std::size_t>(local.size())) == 0);
 }
 
 // Tensor path: all-gather the shapes (rows, D, label count), then the data
@@ -128,11 +206,7 @@ template <class Scalar>
 GlobalBatch<Scalar> assemble(Gathered<Scalar> gathered, const Matrix<Scalar>& local,
                              std::int32_t own_slot) {
   const auto slots = static_cast<std::int32_t>(gathered.shards.size());
-  if (own_slot >= slots) {
-    // The trainer's `all_sentences[rank] = sentences` raises IndexError here.
-    throw InputError("own slot " + std::to_string(own_slot) + " is outside the " +
-                     std::to_string(slots) + " gathered shards (IndexError in the trainer)");
-  }
+  if (own_slot >= slots) throw InputError(own_slot_error(own_slot, gathered.shards.size()));
   GlobalBatch<Scalar> global;
   std::int64_t rows = 0;
   for (std::int32_t i = 0; i < slots; ++i) {
@@ -343,38 +417,95 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
 
     GlobalBatch<Scalar> global;
     std::vector<std::int64_t> slot_rows;  // rows of each gathered slot, in slot order
+    const bool layout_rewritten =
+        c.loss.hard_negatives || v.rank_major_documents || v.targets_at_world_rank;
+    const bool needs_slot_rows = v.rank_major_documents || v.targets_at_world_rank;
+    // Set when the batch is a shared concatenation: the gathered labels, from
+    // which the layout can come shared too.
+    sim::GatheredObjects shared_labels;
     if (gather) {
-      Gathered<Scalar> gathered =
-          c.gather == GatherPath::object
-              ? gather_objects(comm, dp_group, local, labels)
-              : gather_tensors(comm, dp_group, local, labels, !v.labels_ungathered);
-      for (std::size_t i = 0; i < gathered.shards.size(); ++i) {
-        slot_rows.push_back(static_cast<std::int32_t>(i) == own_slot ? local.rows()
-                                                                     : gathered.shards[i].rows);
+      Gathered<Scalar> gathered;
+      if (c.gather == GatherPath::object && shared != nullptr) {
+        GatheredObjectPair pair =
+            gather_object_pair(comm, dp_group, matrix_to_bytes(local), labels);
+        if (slot_holds_own_rows(pair.matrices, local, own_slot)) {
+          const auto concatenation = shared->concatenations.get(pair.matrices, local.cols(), [&] {
+            return concatenate_shards<Scalar>(pair.matrices, local.cols());
+          });
+          global.shared = concatenation->embeddings;
+          const auto& offsets = concatenation->row_offsets;
+          global.own_offset = offsets[static_cast<std::size_t>(own_slot)];
+          if (needs_slot_rows) {
+            for (std::size_t i = 0; i + 1 < offsets.size(); ++i)
+              slot_rows.push_back(offsets[i + 1] - offsets[i]);
+          }
+          shared_labels = std::move(pair.labels);
+        } else {
+          gathered = from_objects<Scalar>(std::move(pair));
+        }
+      } else {
+        gathered = c.gather == GatherPath::object
+                       ? gather_objects(comm, dp_group, local, labels)
+                       : gather_tensors(comm, dp_group, local, labels, !v.labels_ungathered);
       }
-      global = assemble(std::move(gathered), local, own_slot);
+      if (!global.shared.value) {
+        for (std::size_t i = 0; i < gathered.shards.size(); ++i) {
+          slot_rows.push_back(static_cast<std::int32_t>(i) == own_slot ? local.rows()
+                                                                       : gathered.shards[i].rows);
+        }
+        global = assemble(std::move(gathered), local, own_slot);
+      }
     } else {
       global.embeddings = local;
       global.labels = std::move(labels);
       slot_rows.push_back(local.rows());
     }
+    const Matrix<Scalar>& embeddings = global.matrix();
+    const auto row_count = static_cast<std::int32_t>(embeddings.rows());
 
-    loss::GroupLayout layout =
-        loss::parse_groups(global.labels, static_cast<std::int32_t>(global.embeddings.rows()));
-    if (c.loss.hard_negatives) {
-      layout = loss::resize_hard_negatives(layout, *c.loss.hard_negatives, c.loss.padding,
-                                           padding.plan->source(micro, padding.stream));
-    }
-    out.padded_positives += count_padded_positives(layout);
-    if (v.rank_major_documents || v.targets_at_world_rank) {
-      const std::vector<std::int32_t> slots = slot_of_groups(layout, slot_rows);
-      if (v.rank_major_documents && c.loss.use_batch) layout = rank_major_documents(layout, slots);
-      if (v.targets_at_world_rank && gather) {
-        layout = targets_at_world_rank(layout, slots, own_slot, world_rank);
+    SharedInput<loss::GroupLayout> shared_layout;
+    loss::GroupLayout layout;
+    if (!shared_labels.empty() && !layout_rewritten) {
+      // A pure function of the gathered labels: parsed once per gather result.
+      const auto groups = shared->layouts.get(shared_labels, row_count, [&] {
+        auto parsed = std::make_shared<const loss::GroupLayout>(
+            loss::parse_groups(concatenated_labels(shared_labels), row_count));
+        GatheredGroups g;
+        g.padded_positives = count_padded_positives(*parsed);
+        g.layout.hash = SharedLosses<Scalar>::hash_of(*parsed);
+        g.layout.value = std::move(parsed);
+        return g;
+      });
+      out.padded_positives += groups->padded_positives;
+      shared_layout = groups->layout;
+    } else {
+      if (!shared_labels.empty()) global.labels = concatenated_labels(shared_labels);
+      layout = loss::parse_groups(global.labels, row_count);
+      if (c.loss.hard_negatives) {
+        layout = loss::resize_hard_negatives(layout, *c.loss.hard_negatives, c.loss.padding,
+                                             padding.plan->source(micro, padding.stream));
+      }
+      out.padded_positives += count_padded_positives(layout);
+      if (needs_slot_rows) {
+        const std::vector<std::int32_t> slots = slot_of_groups(layout, slot_rows);
+        if (v.rank_major_documents && c.loss.use_batch)
+          layout = rank_major_documents(layout, slots);
+        if (v.targets_at_world_rank && gather) {
+          layout = targets_at_world_rank(layout, slots, own_slot, world_rank);
+        }
       }
     }
 
-    const auto result = loss_and_gradient(shared, micro, global.embeddings, layout, c.loss);
+    std::shared_ptr<const loss::LossAndGradient<Scalar>> result;
+    if (global.shared.value) {
+      if (!shared_layout.value) {
+        shared_layout.hash = SharedLosses<Scalar>::hash_of(layout);
+        shared_layout.value = std::make_shared<const loss::GroupLayout>(std::move(layout));
+      }
+      result = shared->loss_and_gradient(micro, global.shared, shared_layout, c.loss);
+    } else {
+      result = loss_and_gradient(shared, micro, embeddings, layout, c.loss);
+    }
     const Scalar reported = v.scale_reported_loss ? result->loss * scale : result->loss;
     out.reported_loss += reported / divisor;
 

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <span>
 
+#include "base/assert.hpp"
+
 namespace infonce::step {
 namespace {
 
@@ -34,15 +36,14 @@ class InputHash {
   std::uint64_t h_ = 0;
 };
 
-template <class Scalar>
-std::uint64_t input_hash(std::int32_t micro, const Matrix<Scalar>& embeddings,
-                         const loss::GroupLayout& layout) {
+// The key combines the micro-step with each input's own hash, so an input's
+// hash can be computed once and kept with it (SharedInput).
+std::uint64_t input_hash(std::int32_t micro, std::uint64_t embeddings_hash,
+                         std::uint64_t layout_hash) {
   InputHash h;
   h.add(static_cast<std::uint64_t>(micro));
-  h.add(static_cast<std::uint64_t>(embeddings.rows()));
-  h.add(std::span<const Scalar>(embeddings.data(), static_cast<std::size_t>(embeddings.size())));
-  h.add(std::span<const std::int32_t>(layout.rows));
-  h.add(std::span<const std::int32_t>(layout.offsets));
+  h.add(embeddings_hash);
+  h.add(layout_hash);
   return h.value();
 }
 
@@ -63,39 +64,70 @@ bool same_bits(const Matrix<Scalar>& a, const Matrix<Scalar>& b) {
 }  // namespace
 
 template <class Scalar>
-const typename SharedLosses<Scalar>::Entry* SharedLosses<Scalar>::find(std::uint64_t key,
-                                                                       const Entry& wanted) const {
+std::uint64_t SharedLosses<Scalar>::hash_of(const Matrix<Scalar>& embeddings) {
+  InputHash h;
+  h.add(static_cast<std::uint64_t>(embeddings.rows()));
+  h.add(std::span<const Scalar>(embeddings.data(), static_cast<std::size_t>(embeddings.size())));
+  return h.value();
+}
+
+template <class Scalar>
+std::uint64_t SharedLosses<Scalar>::hash_of(const loss::GroupLayout& layout) {
+  InputHash h;
+  h.add(std::span<const std::int32_t>(layout.rows));
+  h.add(std::span<const std::int32_t>(layout.offsets));
+  return h.value();
+}
+
+template <class Scalar>
+std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::lookup(
+    std::int32_t micro, const Matrix<Scalar>& embeddings, std::uint64_t embeddings_hash,
+    std::shared_ptr<const Matrix<Scalar>> embeddings_owner, const loss::GroupLayout& layout,
+    std::uint64_t layout_hash, std::shared_ptr<const loss::GroupLayout> layout_owner,
+    const loss::LossSettings& settings, loss::CodePath path) {
+  const std::uint64_t key = input_hash(micro, embeddings_hash, layout_hash);
   const auto [first, last] = index_.equal_range(key);
   for (auto it = first; it != last; ++it) {
     const Entry& e = entries_[it->second];
-    if (e.micro == wanted.micro && e.path == wanted.path &&
-        same_settings(e.settings, wanted.settings) && e.layout.rows == wanted.layout.rows &&
-        e.layout.offsets == wanted.layout.offsets && same_bits(e.embeddings, wanted.embeddings)) {
-      return &e;
+    // The same object is the same bits (immutable, kept alive by the entry);
+    // another object is compared in full.
+    if (e.micro == micro && e.path == path && same_settings(e.settings, settings) &&
+        (e.layout.get() == &layout ||
+         (e.layout->rows == layout.rows && e.layout->offsets == layout.offsets)) &&
+        (e.embeddings.get() == &embeddings || same_bits(*e.embeddings, embeddings))) {
+      ++reuses_;
+      return e.result;
     }
   }
-  return nullptr;
+  ++evaluations_;
+  auto result = std::make_shared<const loss::LossAndGradient<Scalar>>(
+      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings, path));
+  if (entries_.size() < kMaxEntries) {
+    if (!embeddings_owner) embeddings_owner = std::make_shared<const Matrix<Scalar>>(embeddings);
+    if (!layout_owner) layout_owner = std::make_shared<const loss::GroupLayout>(layout);
+    index_.emplace(key, entries_.size());
+    entries_.push_back(
+        {micro, std::move(embeddings_owner), std::move(layout_owner), settings, path, result});
+  }
+  return result;
 }
 
 template <class Scalar>
 std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::loss_and_gradient(
     std::int32_t micro, const Matrix<Scalar>& embeddings, const loss::GroupLayout& layout,
     const loss::LossSettings& settings, loss::CodePath path) {
-  const std::uint64_t key = input_hash(micro, embeddings, layout);
-  Entry wanted{micro, embeddings, layout, settings, path, nullptr};
-  if (const Entry* e = find(key, wanted)) {
-    ++reuses_;
-    return e->result;
-  }
-  ++evaluations_;
-  wanted.result = std::make_shared<const loss::LossAndGradient<Scalar>>(
-      loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings, path));
-  auto result = wanted.result;
-  if (entries_.size() < kMaxEntries) {
-    index_.emplace(key, entries_.size());
-    entries_.push_back(std::move(wanted));
-  }
-  return result;
+  return lookup(micro, embeddings, hash_of(embeddings), nullptr, layout, hash_of(layout), nullptr,
+                settings, path);
+}
+
+template <class Scalar>
+std::shared_ptr<const loss::LossAndGradient<Scalar>> SharedLosses<Scalar>::loss_and_gradient(
+    std::int32_t micro, const SharedInput<Matrix<Scalar>>& embeddings,
+    const SharedInput<loss::GroupLayout>& layout, const loss::LossSettings& settings,
+    loss::CodePath path) {
+  INFONCE_ASSERT(embeddings.value && layout.value);
+  return lookup(micro, *embeddings.value, embeddings.hash, embeddings.value, *layout.value,
+                layout.hash, layout.value, settings, path);
 }
 
 template class SharedLosses<double>;

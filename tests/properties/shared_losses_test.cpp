@@ -2,10 +2,16 @@
 // (step/shared_losses.hpp; here because the cases come from build_case).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
 
 #include "properties/case_spec.hpp"
+#include "sim/fiber_simulation.hpp"
 #include "step/mutants.hpp"
+#include "step/rank_program.hpp"
 #include "step/run_case.hpp"
 #include "step/shared_losses.hpp"
 
@@ -139,6 +145,122 @@ TEST(SharedLosses, RanksWhoseInputsDifferStillDisagree) {
   bool some_differ = false;
   for (double loss : with.losses) some_differ = some_differ || loss != with.losses[0];
   EXPECT_TRUE(some_differ);
+}
+
+// An input held by a shared object carries its hash; a rank that assembled
+// the same bits itself (the plain overload) finds the same entry, and one
+// different bit is another entry.
+TEST(SharedLosses, SharedInputsAndEqualPlainInputsShareAnEntry) {
+  SharedLosses<double> shared;
+  const loss::LossSettings settings;
+  const SharedInput<Matrix<double>> embeddings{
+      std::make_shared<const Matrix<double>>(embeddings_2x2(1.0)),
+      SharedLosses<double>::hash_of(embeddings_2x2(1.0))};
+  const SharedInput<loss::GroupLayout> layout{std::make_shared<const loss::GroupLayout>(one_pair()),
+                                              SharedLosses<double>::hash_of(one_pair())};
+  const auto first = shared.loss_and_gradient(0, embeddings, layout, settings);
+  const auto again = shared.loss_and_gradient(0, embeddings, layout, settings);
+  const auto plain = shared.loss_and_gradient(0, embeddings_2x2(1.0), one_pair(), settings);
+  EXPECT_EQ(shared.evaluations(), 1);
+  EXPECT_EQ(shared.reuses(), 2);
+  EXPECT_EQ(first.get(), again.get());
+  EXPECT_EQ(first.get(), plain.get());
+  const SharedInput<Matrix<double>> next{
+      std::make_shared<const Matrix<double>>(embeddings_2x2(std::nextafter(1.0, 2.0))),
+      SharedLosses<double>::hash_of(embeddings_2x2(std::nextafter(1.0, 2.0)))};
+  EXPECT_NE(shared.loss_and_gradient(0, next, layout, settings).get(), first.get());
+  EXPECT_EQ(shared.evaluations(), 2);
+}
+
+// A value derived from a gather result is built once per result (and extra
+// key); another result with the same bytes is another object, built again.
+TEST(SharedLosses, AGatherMemoBuildsOncePerResult) {
+  GatherMemo<std::int64_t> memo;
+  const sim::GatheredObjects objects(std::vector<std::byte>(4, std::byte{7}), {0, 1, 4});
+  const sim::GatheredObjects equal_bytes(std::vector<std::byte>(4, std::byte{7}), {0, 1, 4});
+  int builds = 0;
+  const auto build = [&] {
+    ++builds;
+    return static_cast<std::int64_t>(objects.bytes().size());
+  };
+  EXPECT_EQ(*memo.get(objects, 0, build), 4);
+  EXPECT_EQ(*memo.get(objects, 0, build), 4);
+  EXPECT_EQ(builds, 1);
+  memo.get(objects, 1, build);
+  memo.get(equal_bytes, 0, build);
+  EXPECT_EQ(builds, 3);
+}
+
+// W = 8, P = 4 (2 replicas), 2 micro-steps, object gather, no hard negatives:
+// every rank's batch and layout come from the gathers' shared results.
+properties::CaseSpec gathered_spec() {
+  properties::CaseSpec spec;
+  spec.world = 8;
+  spec.dp = 4;
+  spec.negatives.assign(2, {{2, 1}, {3}, {1, 1, 1}, {2}});
+  spec.feature_dim = 3;
+  spec.embedding_dim = 4;
+  spec.data_seed = 43;
+  return spec;
+}
+
+struct CountedRun {
+  DistributedResult result;
+  std::int64_t evaluations = 0;
+  std::int64_t reuses = 0;
+};
+
+CountedRun run_counted(const Case& c, const StepVariant& variant) {
+  std::vector<RankOutput<double>> outputs(static_cast<std::size_t>(c.mesh.world));
+  SharedLosses<double> shared;
+  sim::SimulationOptions options;
+  options.world_size = c.mesh.world;
+  sim::run_fibers(options, [&](sim::Communicator& comm) {
+    outputs[static_cast<std::size_t>(comm.world_rank())] =
+        run_rank_program<double>(comm, c, variant, &shared);
+  });
+  CountedRun run;
+  for (const auto& rank : outputs) {
+    run.result.losses.push_back(rank.reported_loss);
+    run.result.grads.push_back(rank.grad);
+    run.result.padded_positives += rank.padded_positives;
+  }
+  run.evaluations = shared.evaluations();
+  run.reuses = shared.reuses();
+  return run;
+}
+
+TEST(SharedLosses, RanksOfAGatherShareItsConcatenationAndLayout) {
+  const Case c = properties::build_case(gathered_spec());
+  ASSERT_EQ(c.gather, GatherPath::object);
+  const CountedRun run = run_counted(c, {});
+  expect_same_results(run.result, run_on_fibers(c, {}, {}));
+  // Both replicas' DP groups hold the same data: one loss per micro-step.
+  EXPECT_EQ(run.evaluations, 2);
+  EXPECT_EQ(run.reuses, 2 * 8 - 2);
+}
+
+// Under own-slot-at-world-rank with 2 replicas, world ranks 1..3 put their rows
+// in a slot that holds another DP rank's rows: they assemble their own batch
+// (not the shared concatenation); ranks 4..7 index past the 4 shards, which
+// the trainer rejects (IndexError), shared or not, with the same error.
+TEST(SharedLosses, ARankWhoseSlotIsNotItsOwnRowsAssemblesItsOwnBatch) {
+  Case c = properties::build_case(gathered_spec());
+  StepVariant variant;
+  find_mutant("own-slot-at-world-rank")->apply(c, variant);
+  RunOptions shared;
+  shared.share_identical_losses = true;
+  const auto error_of = [&](const RunOptions& options) {
+    try {
+      run_on_fibers(c, variant, options);
+    } catch (const std::exception& e) {  // the simulator names the rank that threw
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string unshared_error = error_of({});
+  EXPECT_NE(unshared_error.find("IndexError"), std::string::npos) << unshared_error;
+  EXPECT_EQ(error_of(shared), unshared_error);
 }
 
 }  // namespace
