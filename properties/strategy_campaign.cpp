@@ -60,18 +60,31 @@ step::StepShape step_shape(const Case& c) {
 
 Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
                    const std::optional<step::Strategy>& only, CaseSpec* spec_out) {
-  const CaseSpec spec = generate_spec(seed, index, limits);
-  if (spec_out != nullptr) *spec_out = spec;
-  Case c = build_case(spec);
+  CaseSpec spec = generate_spec(seed, index, limits);
+  const std::uint64_t draw = derive_seed(seed ^ 0x57a7e9eULL, static_cast<std::uint64_t>(index));
   step::Strategy strategy;
   if (only) {
     strategy = *only;
   } else {
     const auto all = step::all_strategies();
-    const std::uint64_t draw =
-        derive_seed(seed ^ 0x57a7e9eULL, static_cast<std::uint64_t>(index)) % all.size();
-    strategy = all[draw];
+    strategy = all[draw % all.size()];
   }
+  // A local loss's verdicts hold with equal batches only, which the
+  // generator rarely makes: every other local case gets every DP shard the
+  // group sizes of the first shard with a group (per micro-step).
+  if (strategy.scope == step::LossScope::local && (draw / 64) % 2 == 1) {
+    for (auto& micro : spec.negatives) {
+      // The first DP shard with a group (a micro-step has one: the generator
+      // never leaves every shard empty).
+      const auto model = std::find_if(micro.begin(), micro.end(),
+                                      [](const auto& shard) { return !shard.empty(); });
+      if (model == micro.end()) continue;
+      const std::vector<std::int32_t> sizes = *model;
+      for (auto& shard : micro) shard = sizes;
+    }
+  }
+  if (spec_out != nullptr) *spec_out = spec;
+  Case c = build_case(spec);
   c.reduction = strategy.reduction;
   c.compensate = true;  // the strategy's scale decides; the key requires it
   c.strategy = strategy;
@@ -142,6 +155,17 @@ StrategyCaseResult check_strategy_case(const Case& c) {
   result.observation =
       parallel ? StrategyObservation::no_counterexample : StrategyObservation::confirmed;
   result.detail = "best ratio " + number(best) + ", residual " + number(residual);
+  // A DP shard without a group in some micro-step: the shards that have
+  // groups may still be equal (one shard alone holds every query), so the
+  // step can be a multiple of the reference although predict() calls the
+  // batches unequal.
+  bool empty_shard = false;
+  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+    for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
+      empty_shard = empty_shard || shard.negative_counts.empty();
+    }
+  }
+  result.trivially_parallel = norm2 == 0 || grad.size() == 1 || empty_shard;
   return result;
 }
 
@@ -180,6 +204,7 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
         break;
       case StrategyObservation::no_counterexample:
         ++cell.no_counterexample;
+        if (!r.trivially_parallel) ++cell.no_counterexample_other;
         break;
       case StrategyObservation::mismatch:
         ++cell.mismatched;

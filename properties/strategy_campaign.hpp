@@ -39,6 +39,8 @@ struct StrategyCaseResult {
   step::Prediction prediction;
   StrategyObservation observation = StrategyObservation::discarded;
   std::string detail;  // one line
+  // no_counterexample: a zero reference, D x F = 1, or a DP shard without a group
+  bool trivially_parallel = false;
 };
 
 // Checks `c` (its strategy key set) against the prediction for its shape.
@@ -50,7 +52,9 @@ step::StepShape step_shape(const Case& c);
 
 // Case `index` of the strategy campaign: the main campaign's case (seed,
 // index), run at the strategy drawn for (seed, index) (or at `only`), with
-// its reduction and the fix's compensate flag set to match.
+// its reduction and the fix's compensate flag set to match. Every other case
+// with a local loss has its DP shards' group sizes made equal (the
+// first shard with a group's, per micro-step).
 Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
                    const std::optional<step::Strategy>& only, CaseSpec* spec = nullptr);
 
@@ -62,6 +66,10 @@ struct StrategyCell {
   std::int64_t ratio = 0;      // predicted ratio r != 1, and the gradient is r x the reference
   std::int64_t counterexamples = 0;  // predicted no single ratio, and the gradient is none
   std::int64_t no_counterexample = 0;
+  // no_counterexample cases that neither a zero reference gradient, nor a
+  // one-number gradient (D x F = 1), nor a DP shard without a group (the
+  // shards with groups may still be equal) explains
+  std::int64_t no_counterexample_other = 0;
   std::int64_t mismatched = 0;
   std::optional<std::int64_t> first_mismatch_index;
   std::string first_mismatch;  // one line: the case and what differed

@@ -45,15 +45,18 @@ TEST(StrategyCampaign, EveryCellOfThirtySixBehavesAsPredicted) {
     } else {
       EXPECT_GT(cell.ratio + cell.counterexamples, 0);
     }
-    // A local loss over a detached gather drops terms: a counterexample is
-    // found, not only cases where the gradient happens to be a multiple.
+    // A local loss over a detached gather drops terms, an autograd one weighs
+    // unequal batches wrongly: counterexamples are found, not only cases where
+    // the gradient happens to be a multiple.
     const bool drops_terms =
         all[i].scope == step::LossScope::local && all[i].gather != step::GatherKind::autograd;
     const bool unequal_matters =
         all[i].scope == step::LossScope::local && all[i].gather == step::GatherKind::autograd;
     if (drops_terms || unequal_matters) {
-      EXPECT_GT(cell.counterexamples, 0);
-      EXPECT_LT(cell.no_counterexample, cell.counterexamples);
+      EXPECT_GE(cell.counterexamples, 3);
+      // Parallel by accident for a reason the campaign does not name (not a
+      // zero reference, D x F = 1 or an empty shard): rare.
+      EXPECT_LE(cell.no_counterexample_other * 2, cell.counterexamples);
     } else {
       EXPECT_EQ(cell.counterexamples + cell.no_counterexample, 0);
     }
