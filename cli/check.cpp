@@ -419,8 +419,8 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
       << limits << ", encoder gradient against step/strategy.hpp's prediction\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-40s %6s %5s %8s %6s %8s %6s %6s %8s\n", "point", "cases",
-                "disc", "correct", "ratio", "counter", "no-cex", "other", "mismatch");
+  std::snprintf(line, sizeof line, "%-40s %6s %5s %5s %8s %6s %8s %6s %6s %8s\n", "point",
+                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other", "mismatch");
   out << line;
   const auto all = step::all_strategies();
   std::vector<std::string> mismatches;
@@ -428,8 +428,9 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
     const properties::StrategyCell& cell = result.cells[i];
     if (cell.cases == 0) continue;
     const auto n = [](std::int64_t v) { return static_cast<long long>(v); };
-    std::snprintf(line, sizeof line, "%-40s %6lld %5lld %8lld %6lld %8lld %6lld %6lld %8lld\n",
-                  step::name_of(all[i]).c_str(), n(cell.cases), n(cell.discarded), n(cell.correct),
+    std::snprintf(line, sizeof line, "%-40s %6lld %5lld %5lld %8lld %6lld %8lld %6lld %6lld %8lld\n",
+                  step::name_of(all[i]).c_str(), n(cell.cases), n(cell.discarded),
+                  n(cell.near_ties), n(cell.correct),
                   n(cell.ratio), n(cell.counterexamples), n(cell.no_counterexample),
                   n(cell.no_counterexample_other), n(cell.mismatched));
     out << line;
@@ -440,7 +441,8 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
          "multiple of it (a counterexample)\n";
   out << "no-cex: predicted no single ratio, but this case's gradient is a multiple of the "
          "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
-         "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the case\n";
+         "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the case; f32m: "
+         "not judged, a float32 local loss with the fake-negative mask (near ties)\n";
   if (mismatches.empty()) {
     out << "PASS: every observed outcome is the predicted one (" << result.cases << " cases)\n";
     return kExitOk;

@@ -27,6 +27,9 @@ namespace infonce::properties {
 
 enum class StrategyObservation {
   discarded,          // the reference rejects the case (as the main campaign discards it)
+  near_tie,           // not judged: a float32 local loss with the fake-negative mask, whose
+                      // per-group loop can decide a near tie with the threshold otherwise
+                      // than the reference's path (as oracle-agrees skips such cases)
   confirmed,          // what the prediction says: the gradient is r x the reference, or
                       // (no single ratio) a counterexample
   no_counterexample,  // no single ratio predicted, but this case's gradient is a multiple
@@ -61,6 +64,7 @@ Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits
 struct StrategyCell {
   std::int64_t cases = 0;
   std::int64_t discarded = 0;
+  std::int64_t near_ties = 0;  // not judged (StrategyObservation::near_tie)
   std::int64_t confirmed = 0;  // = correct + ratio + counterexamples
   std::int64_t correct = 0;    // predicted correct, and the gradient is the reference
   std::int64_t ratio = 0;      // predicted ratio r != 1, and the gradient is r x the reference
