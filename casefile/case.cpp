@@ -302,7 +302,32 @@ void check_expect(const Case& c) {
   if (expect.atol < 0) fail("expect.atol", "must be >= 0, got " + real_text(expect.atol));
 }
 
+void check_strategy(const Case& c) {
+  if (!c.strategy) return;
+  if (c.strategy->reduction != c.reduction) {
+    fail("strategy.reduction", std::string("\"") +
+                                   (c.strategy->reduction == Reduction::mean ? "mean" : "sum") +
+                                   "\" disagrees with the case's reduction \"" +
+                                   (c.reduction == Reduction::mean ? "mean" : "sum") + "\"");
+  }
+  if (!c.compensate) {
+    fail("compensate",
+         "must be true with a strategy key (strategy.scale sets the backward scale)");
+  }
+}
+
 }  // namespace case_checks
+
+Strategy effective_strategy(const Case& c) {
+  if (c.strategy) return *c.strategy;
+  Strategy trainer;
+  trainer.gather = GatherKind::detached_own_live;
+  trainer.scope = LossScope::global;
+  trainer.reduction = c.reduction;
+  const bool fix_applies = c.compensate && c.loss.use_batch && c.reduction == Reduction::mean;
+  trainer.scale = fix_applies ? BackwardScale::dp_shards : BackwardScale::none;
+  return trainer;
+}
 
 void validate_case(const Case& c) {
   case_checks::check_mesh(c.mesh);
@@ -313,6 +338,7 @@ void validate_case(const Case& c) {
   case_checks::check_padding_draws(c);
   case_checks::check_batches(c);
   case_checks::check_expect(c);
+  case_checks::check_strategy(c);
 }
 
 loss::ReferenceProblem reference_problem(const Case& c) {

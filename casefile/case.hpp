@@ -12,6 +12,7 @@
 #include "loss/padding.hpp"
 #include "loss/reference.hpp"
 #include "loss/settings.hpp"
+#include "casefile/strategy_value.hpp"
 
 namespace infonce {
 
@@ -26,7 +27,6 @@ struct Mesh {
   std::int32_t replica(std::int32_t world_rank) const { return world_rank % replicas(); }
 };
 
-enum class Reduction { mean, sum };
 enum class GatherPath { object, tensor };
 enum class RngMode { synced, per_rank };
 enum class ScalarType { float64, float32 };
@@ -70,6 +70,10 @@ struct Case {
   std::optional<Expectation> expect;
   ScalarType scalar = ScalarType::float64;  // extension key "dtype", optional
   std::optional<Finding> found;             // extension key "found", optional
+  // Extension key "strategy", optional: the distributed strategy, given
+  // explicitly. Unset: the trainer's own (effective_strategy). Its reduction
+  // is always the case's `reduction`.
+  std::optional<Strategy> strategy;
 
   // The micro-steps that run: the window, or every configured step.
   std::int32_t micro_steps_run() const { return accumulation_window.value_or(accumulation_steps); }
@@ -90,6 +94,12 @@ struct CaseLimits {
   // (with use_batch the logit matrix is quadratic in the global group count).
   static constexpr std::int64_t kMaxLogits = std::int64_t{1} << 26;
 };
+
+// The strategy the step of `c` runs: the "strategy" key, or the trainer's
+// (pattern A): the detached gather with the own slot live, the global loss,
+// the mean or sum of `reduction`, and the backward scaled by P exactly where
+// the fix compensates (compensate, use_batch and a mean reduction), else 1.
+Strategy effective_strategy(const Case& c);
 
 // Checks every invariant of a case that the file format cannot express
 // (P divides W, shapes agree, dims within limits, finite numbers, T > 0, ...).

@@ -29,5 +29,6 @@ void check_accumulation_window(const Case& c);
 void check_batches(const Case& c);
 void check_padding_draws(const Case& c);
 void check_expect(const Case& c);
+void check_strategy(const Case& c);
 
 }  // namespace infonce::case_checks

@@ -563,6 +563,39 @@ void read_found(const Json& value, Case& c) {
   c.found = std::move(result);
 }
 
+// The extension key "strategy": gather, scope and scale; reduction optional
+// (the case's `reduction`, which it must equal when given).
+const std::initializer_list<std::pair<std::string_view, GatherKind>> kGatherKinds = {
+    {"detached-own-live", GatherKind::detached_own_live},
+    {"detached", GatherKind::detached},
+    {"autograd", GatherKind::autograd}};
+const std::initializer_list<std::pair<std::string_view, LossScope>> kLossScopes = {
+    {"global", LossScope::global}, {"local", LossScope::local}};
+const std::initializer_list<std::pair<std::string_view, BackwardScale>> kBackwardScales = {
+    {"none", BackwardScale::none},
+    {"P", BackwardScale::dp_shards},
+    {"W", BackwardScale::world_size}};
+const std::initializer_list<std::pair<std::string_view, Reduction>> kReductions = {
+    {"mean", Reduction::mean}, {"sum", Reduction::sum}};
+
+void read_strategy(const Json& value, Case& c) {
+  const ObjectReader strategy(value, "strategy", {"gather", "scope", "scale", "reduction"});
+  Strategy result;
+  result.gather =
+      read_choice<GatherKind>(strategy.required("gather"), strategy.path("gather"), kGatherKinds);
+  result.scope =
+      read_choice<LossScope>(strategy.required("scope"), strategy.path("scope"), kLossScopes);
+  result.scale = read_choice<BackwardScale>(strategy.required("scale"), strategy.path("scale"),
+                                            kBackwardScales);
+  result.reduction = c.reduction;
+  if (const Json* reduction = strategy.optional("reduction");
+      reduction != nullptr && !reduction->is_null()) {
+    result.reduction =
+        read_choice<Reduction>(*reduction, strategy.path("reduction"), kReductions);
+  }
+  c.strategy = result;
+}
+
 // An optional key: absent and null both mean "not given".
 const Json* given(const ObjectReader& object, std::string_view key) {
   const Json* value = object.optional(key);
@@ -640,6 +673,12 @@ OrderedJson case_json(const Case& c) {
                 {"seed", c.rng_seed}};
   // The extension key is written only when it departs from the SPEC's default.
   if (c.scalar == ScalarType::float32) out["dtype"] = "float32";
+  if (c.strategy) {
+    out["strategy"] = {{"gather", choice_name(c.strategy->gather, kGatherKinds)},
+                       {"scope", choice_name(c.strategy->scope, kLossScopes)},
+                       {"scale", choice_name(c.strategy->scale, kBackwardScales)},
+                       {"reduction", choice_name(c.strategy->reduction, kReductions)}};
+  }
   if (c.padding_draws) out["padding_draws"] = *c.padding_draws;
   OrderedJson batches = OrderedJson::array();
   for (const auto& micro : c.batches) {
@@ -696,7 +735,7 @@ Case parse_case(std::string_view json_text) {
   const ObjectReader root(
       document, "",
       {"format", "mesh", "reduction", "gather", "compensate", "loss", "encoder", "accumulation",
-       "rng", "dtype", "padding_draws", "batches", "expect", "found"});
+       "rng", "dtype", "strategy", "padding_draws", "batches", "expect", "found"});
   Case c;
   read_format(root);
   c.mesh = read_mesh(root.required("mesh"));
@@ -714,6 +753,7 @@ Case parse_case(std::string_view json_text) {
     c.scalar = read_choice<ScalarType>(
         *dtype, "dtype", {{"float64", ScalarType::float64}, {"float32", ScalarType::float32}});
   }
+  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
   if (const Json* draws = given(root, "padding_draws")) read_padding_draws(*draws, c);
   read_batches(root.required("batches"), c);
   if (const Json* expect = given(root, "expect")) read_expect(*expect, c);

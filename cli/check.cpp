@@ -24,12 +24,14 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "casefile/case_json.hpp"
 #include "cli/case_report.hpp"
 #include "cli/command.hpp"
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
 #include "properties/campaign_report.hpp"
+#include "properties/strategy_campaign.hpp"
 #include "properties/sut_step.hpp"
 #include "step/mutants.hpp"
 
@@ -50,7 +52,7 @@ struct CheckSettings : CampaignSettings {
 // What was typed; an option given as "" is still given (and then invalid).
 struct RawOptions {
   std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
-      corpus_dir, sut, sut_timeout, oracle;
+      corpus_dir, sut, sut_timeout, oracle, strategies;
   std::vector<std::string> reports, restrict;
   bool no_corpus = false, before_after = false, self_check = false;
 };
@@ -75,6 +77,9 @@ po::options_description check_options(RawOptions& raw) {
       "profile", po::value<std::string>()->value_name("ci|explore"),
       "ci: seed 1, 10000 cases, no clock; explore: seed from the commit, 10m, self-check")(
       "mutant", po::value<std::string>()->value_name("NAME"), "check a known-wrong variant")(
+      "strategies", po::value<std::string>()->value_name("all|POINT"),
+      "the strategy campaign instead: each case at a strategy point (all: drawn from the 36; "
+      "or one, e.g. autograd/local/scale-P/mean), its gradient against the prediction")(
       "oracle", po::value<std::string>()->value_name("every|sampled|off"),
       "where oracle-agrees runs (default sampled: every case up to a size bound, above it every "
       "16th)")(
@@ -114,6 +119,7 @@ void take_all(const po::variables_map& values, RawOptions& raw) {
   take(values, "sut-timeout", raw.sut_timeout);
   if (values.count("restrict")) raw.restrict = values["restrict"].as<std::vector<std::string>>();
   take(values, "oracle", raw.oracle);
+  take(values, "strategies", raw.strategies);
 }
 
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
@@ -377,6 +383,75 @@ std::pair<std::vector<std::string>, bool> take_backend(std::span<const std::stri
 
 int run_check_on_fibers(const CommandContext& context);
 
+// --strategies: the strategy campaign (properties/strategy_campaign.hpp).
+// Only the seed, the case budget and the generator distribution apply.
+int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
+  const auto reject = [](bool given, const char* option) {
+    if (given) throw UsageError(std::string("check: ") + option + " does not apply to --strategies");
+  };
+  reject(raw.time_budget.has_value(), "--time-budget");
+  reject(raw.jobs.has_value(), "--jobs");
+  reject(raw.shard.has_value(), "--shard");
+  reject(raw.profile.has_value(), "--profile");
+  reject(raw.mutant.has_value(), "--mutant");
+  reject(raw.oracle.has_value(), "--oracle");
+  reject(raw.format.has_value() && *raw.format != "human", "--format other than human");
+  reject(raw.corpus_dir.has_value(), "--corpus-dir");
+  reject(raw.sut.has_value(), "--sut");
+  reject(raw.sut_timeout.has_value(), "--sut-timeout");
+  reject(!raw.reports.empty(), "--report");
+  reject(!raw.restrict.empty(), "--restrict");
+  reject(raw.before_after, "--before-after");
+  reject(raw.self_check, "--self-check");
+  properties::StrategyCampaignOptions options;
+  try {
+    options.only = properties::parse_strategy_choice(*raw.strategies);
+  } catch (const InputError& e) {
+    throw UsageError(std::string("check: ") + e.what());
+  }
+  const std::string limits = raw.limits.value_or("default");
+  options.limits = parse_limits("check", limits);
+  if (raw.seed) options.seed = parse_seed("check", *raw.seed).seed;
+  options.cases = raw.cases ? parse_count("check", "--cases", *raw.cases, kMaxCases) : 3600;
+  const properties::StrategyCampaignResult result = properties::run_strategy_campaign(options);
+
+  std::ostream& out = context.out;
+  out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
+      << limits << ", encoder gradient against step/strategy.hpp's prediction\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-40s %6s %5s %5s %8s %6s %8s %6s %6s %8s\n", "point",
+                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other", "mismatch");
+  out << line;
+  const auto all = step::all_strategies();
+  std::vector<std::string> mismatches;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const properties::StrategyCell& cell = result.cells[i];
+    if (cell.cases == 0) continue;
+    const auto n = [](std::int64_t v) { return static_cast<long long>(v); };
+    std::snprintf(line, sizeof line, "%-40s %6lld %5lld %5lld %8lld %6lld %8lld %6lld %6lld %8lld\n",
+                  step::name_of(all[i]).c_str(), n(cell.cases), n(cell.discarded),
+                  n(cell.near_ties), n(cell.correct),
+                  n(cell.ratio), n(cell.counterexamples), n(cell.no_counterexample),
+                  n(cell.no_counterexample_other), n(cell.mismatched));
+    out << line;
+    if (cell.mismatched > 0) mismatches.push_back(step::name_of(all[i]) + ": " + cell.first_mismatch);
+  }
+  out << "correct / ratio / counter: cases where the prediction (correct; an exact ratio r != 1; "
+         "no single ratio) held: the gradient is the reference, r x the reference, or no "
+         "multiple of it (a counterexample)\n";
+  out << "no-cex: predicted no single ratio, but this case's gradient is a multiple of the "
+         "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
+         "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the case; f32m: "
+         "not judged, a float32 local loss with the fake-negative mask (near ties)\n";
+  if (mismatches.empty()) {
+    out << "PASS: every observed outcome is the predicted one (" << result.cases << " cases)\n";
+    return kExitOk;
+  }
+  out << "FAIL: " << result.mismatched() << " cases differ from the prediction; first per point:\n";
+  for (const std::string& m : mismatches) out << "  " << m << "\n";
+  return kExitCheckFailed;
+}
+
 int run_check(const CommandContext& context) {
   const auto [args, mpi] = take_backend(context.args);
   const std::vector<std::string> name{"check-mpi"};
@@ -392,6 +467,7 @@ int run_check_on_fibers(const CommandContext& context) {
   const auto values = parse_command_options(context, check_options(raw));
   if (!values) return kExitOk;
   take_all(*values, raw);
+  if (raw.strategies) return run_strategy_check(raw, context);
   CheckSettings s = settle(raw);
   // The SUT processes live as long as the campaign (and its shrinking).
   std::unique_ptr<properties::SutStep> sut;
@@ -422,7 +498,7 @@ const RegisterCommand kCheck{
     {"check",
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
-     "[--mutant NAME] [--format human|json|junit] [--report FILE]... [--self-check] "
+     "[--mutant NAME] [--strategies all|POINT] [--format human|json|junit] [--report FILE]... [--self-check] "
      "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};
 

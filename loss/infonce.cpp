@@ -95,6 +95,31 @@ LossAndGradient<Scalar> infonce_loss_and_gradient(const Matrix<Scalar>& embeddin
   return result;
 }
 
+template <class Scalar>
+LocalLossAndGradient<Scalar> infonce_local_loss_and_gradient(const Matrix<Scalar>& embeddings,
+                                                             const GroupLayout& layout,
+                                                             const LossSettings& settings,
+                                                             std::int32_t first_group,
+                                                             std::int32_t group_count) {
+  check_input(embeddings, layout, settings);
+  if (!settings.use_batch) throw InputError("a local loss needs use_batch (cross-rank documents)");
+  LocalLossAndGradient<Scalar> result;
+  result.grad_embeddings.setZero(embeddings.rows(), embeddings.cols());
+  result.grad_query_rows.setZero(embeddings.rows(), embeddings.cols());
+  result.loss = detail::local_loop_loss(embeddings, layout, settings, first_group, group_count,
+                                        result.grad_embeddings, result.grad_query_rows);
+  return result;
+}
+
+template LocalLossAndGradient<float> infonce_local_loss_and_gradient(const Matrix<float>&,
+                                                                     const GroupLayout&,
+                                                                     const LossSettings&,
+                                                                     std::int32_t, std::int32_t);
+template LocalLossAndGradient<double> infonce_local_loss_and_gradient(const Matrix<double>&,
+                                                                      const GroupLayout&,
+                                                                      const LossSettings&,
+                                                                      std::int32_t, std::int32_t);
+
 #define INFONCE_INSTANTIATE(Scalar)                                                            \
   template Scalar infonce_loss(const Matrix<Scalar>&, const GroupLayout&, const LossSettings&, \
                                CodePath);                                                      \

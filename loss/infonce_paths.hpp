@@ -28,6 +28,17 @@ template <class Scalar>
 Scalar loop_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
                  const LossSettings& settings, Matrix<Scalar>* grad);
 
+// A rank's local loss (infonce_local.cpp): groups [first_group, first_group +
+// group_count) as logit rows against every group's documents (use_batch);
+// the mean over them, 0 without a group. `grad` (every role) and
+// `grad_query_rows` (only through the own queries as logit rows) are sized
+// N x D and zeroed by the caller.
+template <class Scalar>
+Scalar local_loop_loss(const Matrix<Scalar>& embeddings, const GroupLayout& layout,
+                       const LossSettings& settings, std::int32_t first_group,
+                       std::int32_t group_count, Matrix<Scalar>& grad,
+                       Matrix<Scalar>& grad_query_rows);
+
 // The row maximum of a logit row, checked: all -inf means every logit is
 // masked (the trainer's loss would be NaN), +inf or NaN means overflow.
 template <class Scalar>

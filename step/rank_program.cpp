@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -12,6 +13,7 @@
 #include "loss/infonce.hpp"
 #include "loss/padding.hpp"
 #include "sim/ddp.hpp"
+#include "step/strategy.hpp"
 
 namespace infonce::step {
 namespace {
@@ -381,13 +383,68 @@ std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
       loss::infonce_loss_and_gradient<Scalar>(embeddings, layout, settings));
 }
 
+// The groups of `layout` whose query is in slot `own_slot` (contiguous: the
+// groups are in slot order): [first, first + count).
+struct OwnGroups {
+  std::int32_t first = 0;
+  std::int32_t count = 0;
+};
+
+OwnGroups own_groups(const loss::GroupLayout& layout, const std::vector<std::int64_t>& slot_rows,
+                     std::int32_t own_slot) {
+  OwnGroups own;
+  for (const std::int32_t slot : slot_of_groups(layout, slot_rows)) {
+    own.first += slot < own_slot ? 1 : 0;
+    own.count += slot == own_slot ? 1 : 0;
+  }
+  return own;
+}
+
+// The gradient the rank's own rows receive from its loss's dL/d(gathered
+// rows), by the gather of its strategy:
+// - detached-own-live: its own slot's gradient (every role of its rows);
+// - detached: none under a global loss (every slot a constant); under a local
+//   loss, its queries still come from its local tensor: only their share as
+//   logit rows (`query_rows`);
+// - autograd: the gather's backward, the reduce-scatter over the DP group of
+//   every rank's gradient (member i: slot i summed over the ranks).
+template <class Scalar>
+Matrix<Scalar> own_rows_gradient(sim::Communicator& comm, const sim::Group& dp_group,
+                                 GatherKind gather, const Matrix<Scalar>& grad_embeddings,
+                                 const Matrix<Scalar>* query_rows,
+                                 const std::vector<std::int64_t>& slot_rows,
+                                 std::int64_t own_offset, std::int64_t own_rows,
+                                 std::int32_t dp_rank) {
+  switch (gather) {
+    case GatherKind::detached_own_live:
+      return grad_embeddings.middleRows(own_offset, own_rows);
+    case GatherKind::detached:
+      if (query_rows != nullptr) return query_rows->middleRows(own_offset, own_rows);
+      return Matrix<Scalar>::Zero(own_rows, grad_embeddings.cols());
+    case GatherKind::autograd: {
+      std::vector<std::int64_t> counts;
+      for (const std::int64_t rows : slot_rows) counts.push_back(rows * grad_embeddings.cols());
+      INFONCE_ASSERT(counts.size() == static_cast<std::size_t>(dp_group.size()));
+      if (slot_rows[static_cast<std::size_t>(dp_rank)] != own_rows) {
+        throw InputError("an autograd gather needs the rank's own rows in its DP slot");
+      }
+      const std::vector<Scalar> summed = comm.reduce_scatter_v(
+          dp_group,
+          std::span<const Scalar>(grad_embeddings.data(),
+                                  static_cast<std::size_t>(grad_embeddings.size())),
+          counts);
+      INFONCE_ASSERT(static_cast<std::int64_t>(summed.size()) == own_rows * grad_embeddings.cols());
+      return Eigen::Map<const Matrix<Scalar>>(summed.data(), own_rows, grad_embeddings.cols());
+    }
+  }
+  INFONCE_ASSERT(false);
+  return {};
+}
+
 }  // namespace
 
 double compensation_scale(const Case& c, const StepVariant& v) {
-  if (!c.compensate) return 1.0;
-  if (!c.loss.use_batch && !v.compensate_without_batch) return 1.0;
-  if (c.reduction == Reduction::sum && !v.compensate_under_sum) return 1.0;
-  return v.scale_count == ScaleCount::world_size ? c.mesh.world : c.mesh.dp;
+  return backward_scale(strategy_of(c, v).scale, {.dp = c.mesh.dp, .world = c.mesh.world});
 }
 
 template <class Scalar>
@@ -401,6 +458,11 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
 
   const Matrix<Scalar> weight = c.weight.cast<Scalar>();
   const bool gather = c.loss.use_batch && c.mesh.dp > 1;
+  // The strategy decides only where there is a gather: without one every row
+  // is live and the loss is the rank's own.
+  const Strategy strategy = strategy_of(c, v);
+  const GatherKind gather_kind = gather ? strategy.gather : GatherKind::detached_own_live;
+  const bool local_loss = gather && strategy.scope == LossScope::local;
   const std::int32_t own_slot = v.own_slot_at_world_rank ? world_rank : dp_rank;
   const auto scale = static_cast<Scalar>(compensation_scale(c, v));
   const auto divisor = static_cast<Scalar>(accumulation_divisor(c, v));
@@ -419,7 +481,10 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     std::vector<std::int64_t> slot_rows;  // rows of each gathered slot, in slot order
     const bool layout_rewritten =
         c.loss.hard_negatives || v.rank_major_documents || v.targets_at_world_rank;
-    const bool needs_slot_rows = v.rank_major_documents || v.targets_at_world_rank;
+    // The slots' row counts: for the layout mutants, the local loss's own
+    // groups and the autograd gather's reduce-scatter.
+    const bool needs_slot_rows = v.rank_major_documents || v.targets_at_world_rank ||
+                                 local_loss || gather_kind == GatherKind::autograd;
     // Set when the batch is a shared concatenation: the gathered labels, from
     // which the layout can come shared too.
     sim::GatheredObjects shared_labels;
@@ -496,28 +561,44 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
       }
     }
 
-    std::shared_ptr<const loss::LossAndGradient<Scalar>> result;
-    if (global.shared.value) {
+    // The loss and its dL/d(gathered rows); a local loss also keeps the share
+    // through the own queries as logit rows. Each rank its own queries: no two
+    // ranks share a local loss's inputs.
+    std::shared_ptr<const loss::LossAndGradient<Scalar>> global_result;
+    std::optional<loss::LocalLossAndGradient<Scalar>> local_result;
+    if (local_loss) {
+      const loss::GroupLayout& parsed = shared_layout.value ? *shared_layout.value : layout;
+      const OwnGroups own = own_groups(parsed, slot_rows, own_slot);
+      local_result = loss::infonce_local_loss_and_gradient<Scalar>(embeddings, parsed, c.loss,
+                                                                   own.first, own.count);
+    } else if (global.shared.value) {
       if (!shared_layout.value) {
         shared_layout.hash = SharedLosses<Scalar>::hash_of(layout);
         shared_layout.value = std::make_shared<const loss::GroupLayout>(std::move(layout));
       }
-      result = shared->loss_and_gradient(micro, global.shared, shared_layout, c.loss);
+      global_result = shared->loss_and_gradient(micro, global.shared, shared_layout, c.loss);
     } else {
-      result = loss_and_gradient(shared, micro, embeddings, layout, c.loss);
+      global_result = loss_and_gradient(shared, micro, embeddings, layout, c.loss);
     }
-    const Scalar reported = v.scale_reported_loss ? result->loss * scale : result->loss;
+    const Scalar loss_value = local_result ? local_result->loss : global_result->loss;
+    const Matrix<Scalar>& grad_embeddings =
+        local_result ? local_result->grad_embeddings : global_result->grad_embeddings;
+    const Scalar reported = v.scale_reported_loss ? loss_value * scale : loss_value;
     out.reported_loss += reported / divisor;
 
-    const Matrix<Scalar> own_grad =
-        result->grad_embeddings.middleRows(global.own_offset, local.rows());
+    const Matrix<Scalar> own_grad = own_rows_gradient(
+        comm, dp_group, gather_kind, grad_embeddings,
+        local_result ? &local_result->grad_query_rows : nullptr, slot_rows, global.own_offset,
+        local.rows(), dp_rank);
     Matrix<Scalar> grad_weight =
-        loss::encode_backward(weight, features, c.encoder_normalize, own_grad);
+        gather_kind == GatherKind::detached && !local_loss
+            ? Matrix<Scalar>::Zero(weight.rows(), weight.cols())
+            : loss::encode_backward(weight, features, c.encoder_normalize, own_grad);
     grad_weight *= scale / divisor;
     gradient.accumulate(
         std::span<const Scalar>(grad_weight.data(), static_cast<std::size_t>(grad_weight.size())));
   }
-  const bool mean = c.reduction == Reduction::mean && !v.sum_reduce_under_mean;
+  const bool mean = strategy.reduction == Reduction::mean;
   gradient.reduce(
       comm, dp_group,
       mean ? sim::GradientReduction::mean_over_world : sim::GradientReduction::sum_over_group);

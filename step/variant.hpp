@@ -1,14 +1,14 @@
 // The knobs by which a known-wrong variant of the rank program ("mutant")
 // differs from the correct one. The default value of every knob is the
-// correct program; each mutant in the registry flips one.
+// correct program; each mutant in the registry (step/mutants.cpp) sets one.
+// A mutant that is a point of the strategy space sets `strategy_rule`: the
+// strategy the step runs, as a function of the case (the trainer's own rule,
+// effective_strategy, is itself one: it scales only where the fix applies).
 #pragma once
 
-namespace infonce::step {
+#include "casefile/case.hpp"
 
-enum class ScaleCount {
-  dp_shards,   // correct: the number of gathered DP shards (P)
-  world_size,  // wrong: counts sequence/tensor-parallel replicas too (W)
-};
+namespace infonce::step {
 
 enum class AccumulationScaling {
   once,     // correct: divide by A once when GA normalisation is on
@@ -16,18 +16,22 @@ enum class AccumulationScaling {
   twice,    // wrong: divide by A twice
 };
 
+using StrategyRule = Strategy (*)(const Case&);
+
 struct StepVariant {
-  ScaleCount scale_count = ScaleCount::dp_shards;
-  bool scale_reported_loss = false;       // wrong: report s * L instead of L
-  bool compensate_under_sum = false;      // wrong: scale even when the reducer sums
-  bool compensate_without_batch = false;  // wrong: scale by P even when use_batch is false
-  bool own_slot_at_world_rank = false;    // wrong: own live rows at the world rank's slot
+  StrategyRule strategy_rule = nullptr;  // nullptr: effective_strategy (the case's)
+  bool scale_reported_loss = false;      // wrong: report s * L instead of L
+  bool own_slot_at_world_rank = false;   // wrong: own live rows at the world rank's slot
   AccumulationScaling accumulation = AccumulationScaling::once;
   bool window_by_configured_steps = false;  // wrong: a partial window divided by A, not A'
   bool rank_major_documents = false;   // wrong: docs gathered rank by rank, targets positives-first
-  bool sum_reduce_under_mean = false;  // wrong: DP-group sum of a gradient compensated for a mean
   bool targets_at_world_rank = false;  // wrong: own groups' targets offset by the world rank
   bool labels_ungathered = false;      // wrong (tensor path): embeddings gathered, labels not
 };
+
+// The strategy the step of `c` runs under `variant`.
+inline Strategy strategy_of(const Case& c, const StepVariant& variant) {
+  return variant.strategy_rule != nullptr ? variant.strategy_rule(c) : effective_strategy(c);
+}
 
 }  // namespace infonce::step

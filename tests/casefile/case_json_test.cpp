@@ -305,6 +305,49 @@ TEST(CaseJson, OptionalKeysMayBeAbsentOrNull) {
   EXPECT_NE(written.find("\"hard_negatives\":null"), std::string::npos);
 }
 
+TEST(CaseJson, StrategyKeyIsOptionalAndRoundTrips) {
+  // Absent: no strategy, and the effective one is the trainer's (pattern A).
+  const Case plain = parse_case(kValidCaseText);
+  EXPECT_FALSE(plain.strategy.has_value());
+  EXPECT_EQ(case_to_json(plain).find("\"strategy\""), std::string::npos);
+  const Strategy trainer = effective_strategy(plain);
+  EXPECT_EQ(trainer.gather, GatherKind::detached_own_live);
+  EXPECT_EQ(trainer.scope, LossScope::global);
+  EXPECT_EQ(trainer.scale, BackwardScale::dp_shards);
+  EXPECT_EQ(trainer.reduction, Reduction::mean);
+
+  auto document = nlohmann::json::parse(kValidCaseText);
+  document["strategy"] = nullptr;
+  EXPECT_FALSE(parse_case(document.dump()).strategy.has_value());
+  document["strategy"] = {{"gather", "autograd"}, {"scope", "local"}, {"scale", "W"}};
+  const Case given = parse_case(document.dump());
+  ASSERT_TRUE(given.strategy.has_value());
+  EXPECT_EQ(given.strategy->gather, GatherKind::autograd);
+  EXPECT_EQ(given.strategy->scope, LossScope::local);
+  EXPECT_EQ(given.strategy->scale, BackwardScale::world_size);
+  EXPECT_EQ(given.strategy->reduction, Reduction::mean);  // the case's reduction
+  EXPECT_EQ(effective_strategy(given), *given.strategy);
+  const std::string written = case_to_json(given);
+  EXPECT_NE(written.find(R"("strategy": {"gather":"autograd","scope":"local","scale":"W",)"
+                         R"("reduction":"mean"})"),
+            std::string::npos)
+      << written;
+  EXPECT_EQ(case_to_json(parse_case(written)), written);
+}
+
+TEST(CaseJson, TrainerStrategyFollowsTheFixRule) {
+  Case c = parse_case(kValidCaseText);
+  c.reduction = Reduction::sum;
+  EXPECT_EQ(effective_strategy(c).scale, BackwardScale::none);  // a summing reducer: no scale
+  EXPECT_EQ(effective_strategy(c).reduction, Reduction::sum);
+  c.reduction = Reduction::mean;
+  c.loss.use_batch = false;
+  EXPECT_EQ(effective_strategy(c).scale, BackwardScale::none);  // no gather: no scale
+  c.loss.use_batch = true;
+  c.compensate = false;
+  EXPECT_EQ(effective_strategy(c).scale, BackwardScale::none);  // before the fix
+}
+
 TEST(CaseJson, IntegersReadAsNumbersAndKeyOrderIsFree) {
   // Keys in reverse order; every number written as an integer.
   auto document = nlohmann::json::parse(kValidCaseText);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "casefile/case_json.hpp"
+#include "step/mutants.hpp"
 #include "step/rank_program.hpp"
 #include "step/run_case.hpp"
 
@@ -43,7 +44,8 @@ TEST(CompensationScale, FollowsTheSpec) {
   const StepVariant correct;
   EXPECT_EQ(compensation_scale(c, correct), 2.0);  // s = P, not W
   StepVariant by_world;
-  by_world.scale_count = ScaleCount::world_size;
+  Case mutated = c;
+  find_mutant("scale-by-world")->apply(mutated, by_world);
   EXPECT_EQ(compensation_scale(c, by_world), 4.0);
   c.reduction = Reduction::sum;
   EXPECT_EQ(compensation_scale(c, correct), 1.0);  // a summing reducer needs none

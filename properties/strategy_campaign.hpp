@@ -1,0 +1,104 @@
+// The strategy campaign (issue 13 point 5, InfoNCE family, encoder weights):
+// every generated case is run at one point of the 36-point strategy space
+// (the case file's "strategy" key), and the step's gradient is compared with
+// what step/strategy.hpp predicts for that case's shape:
+//   - correct: the step's gradient is the reference gradient;
+//   - ratio r: it is r x the reference gradient;
+//   - no single ratio: the step must differ from every multiple of the
+//     reference (a counterexample); a case where it does not (a gradient
+//     parallel to the reference by accident, e.g. D x F = 1) is counted as
+//     skipped, not passed.
+// Within the step's tolerance (step/tolerance.hpp) scaled by max(|r|, 1).
+// Case i's strategy is a function of (seed, i) only, like its spec.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "casefile/case.hpp"
+#include "properties/case_spec.hpp"
+#include "properties/generators.hpp"
+#include "step/strategy.hpp"
+
+namespace infonce::properties {
+
+enum class StrategyObservation {
+  discarded,          // the reference rejects the case (as the main campaign discards it)
+  near_tie,           // not judged: a float32 local loss with the fake-negative mask, whose
+                      // per-group loop can decide a near tie with the threshold otherwise
+                      // than the reference's path (as oracle-agrees skips such cases)
+  confirmed,          // what the prediction says: the gradient is r x the reference, or
+                      // (no single ratio) a counterexample
+  no_counterexample,  // no single ratio predicted, but this case's gradient is a multiple
+  mismatch,           // the prediction is wrong for this case (or the step threw)
+};
+
+struct StrategyCaseResult {
+  step::Strategy strategy;
+  step::StepShape shape;
+  step::Prediction prediction;
+  StrategyObservation observation = StrategyObservation::discarded;
+  std::string detail;  // one line
+  // no_counterexample: a zero reference, D x F = 1, or a DP shard without a group
+  bool trivially_parallel = false;
+};
+
+// Checks `c` (its strategy key set) against the prediction for its shape.
+StrategyCaseResult check_strategy_case(const Case& c);
+
+// The shape the prediction needs: P, W, use_batch, and whether every DP
+// shard has the same number of groups in every micro-step that runs.
+step::StepShape step_shape(const Case& c);
+
+// Case `index` of the strategy campaign: the main campaign's case (seed,
+// index), run at the strategy drawn for (seed, index) (or at `only`), with
+// its reduction and the fix's compensate flag set to match. Every other case
+// with a local loss has its DP shards' group sizes made equal (the
+// first shard with a group's, per micro-step).
+Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
+                   const std::optional<step::Strategy>& only, CaseSpec* spec = nullptr);
+
+struct StrategyCell {
+  std::int64_t cases = 0;
+  std::int64_t discarded = 0;
+  std::int64_t near_ties = 0;  // not judged (StrategyObservation::near_tie)
+  std::int64_t confirmed = 0;  // = correct + ratio + counterexamples
+  std::int64_t correct = 0;    // predicted correct, and the gradient is the reference
+  std::int64_t ratio = 0;      // predicted ratio r != 1, and the gradient is r x the reference
+  std::int64_t counterexamples = 0;  // predicted no single ratio, and the gradient is none
+  std::int64_t no_counterexample = 0;
+  // no_counterexample cases that neither a zero reference gradient, nor a
+  // one-number gradient (D x F = 1), nor a DP shard without a group (the
+  // shards with groups may still be equal) explains
+  std::int64_t no_counterexample_other = 0;
+  std::int64_t mismatched = 0;
+  std::optional<std::int64_t> first_mismatch_index;
+  std::string first_mismatch;  // one line: the case and what differed
+};
+
+struct StrategyCampaignOptions {
+  std::uint64_t seed = 1;
+  std::int64_t cases = 3600;
+  GeneratorLimits limits = default_limits();
+  std::optional<step::Strategy> only;  // unset: every point
+};
+
+struct StrategyCampaignResult {
+  std::array<StrategyCell, 36> cells;  // in all_strategies() order
+  std::int64_t cases = 0;
+  std::int64_t mismatched() const;
+};
+
+StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& options);
+
+// "all", or a point's name ("autograd/local/scale-P/mean"); nullopt for "all".
+// Throws InputError naming the choices for anything else.
+std::optional<step::Strategy> parse_strategy_choice(const std::string& text);
+
+// Index of `strategy` in all_strategies().
+std::size_t strategy_index(const step::Strategy& strategy);
+
+}  // namespace infonce::properties
