@@ -69,6 +69,8 @@ struct Result {
   // The largest |logit| of any kept entry: rounding a logit z perturbs the
   // loss by about u |z| (u: the unit roundoff), whatever the loss's size.
   Real max_abs_logit = 0;
+  // The largest encoding_condition (encoder.hpp) of any encoded row.
+  Real max_encoding_condition = 1;
   // The fake-negative mask's closest call: the smallest |s - h| over the
   // compared entries, relative to |s| + |h| (+inf without the mask). Below
   // the rounding of the code under test, its decision and the oracle's may

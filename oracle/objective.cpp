@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "oracle/cross_entropy_backward.hpp"
+#include "oracle/encoder.hpp"
 #include "oracle/encoder_backward.hpp"
 
 namespace infonce::oracle {
@@ -23,6 +24,8 @@ Result evaluate(const Description& description) {
         mean_cross_entropy_backward(embeddings, term.rows, description.loss, term.apply_mask);
     result.loss += term.weight * loss.loss;
     result.max_abs_logit = std::max(result.max_abs_logit, loss.max_abs_logit);
+    result.max_encoding_condition = std::max(
+        result.max_encoding_condition, encoding_condition(description.weight, term.sentences));
     result.min_mask_gap = std::min(result.min_mask_gap, loss.min_mask_gap);
     for (std::size_t d = 0; d < shards; ++d) {
       if (term.shard < 0 || static_cast<std::size_t>(term.shard) == d) {

@@ -78,6 +78,7 @@ OracleValues oracle_values(const Case& c) {
   const oracle::Result r = oracle::evaluate(oracle_description(c, step::record_padding_draws(c)));
   OracleValues out;
   out.max_abs_logit = static_cast<double>(r.max_abs_logit);
+  out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
   out.min_mask_gap = static_cast<double>(r.min_mask_gap);
   out.grad_bound = to_double(r.grad_bound);
   step::ReferenceValues& values = out.values;

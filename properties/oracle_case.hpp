@@ -18,6 +18,7 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
 struct OracleValues {
   step::ReferenceValues values;  // the oracle's objective, widened to double
   double max_abs_logit = 0;
+  double max_encoding_condition = 1;  // oracle::Result::max_encoding_condition
   double min_mask_gap = 0;  // oracle::Result::min_mask_gap
   Matrix<double> grad_bound;  // oracle::Result::grad_bound
 };

@@ -167,6 +167,23 @@ TEST(OracleEncoder, AZeroRowTakesTheEpsBranch) {
   EXPECT_NEAR(static_cast<double>(encode<Real>(identity, x1, true)(0, 0)), 0.1, 1e-15);
 }
 
+TEST(OracleEncoder, EncodingConditionIsTheCancellationOfTheWorstRow) {
+  RealRows w(2, 2);
+  w << 1, 1, 0, 1;
+  RealRows x(3, 2);
+  x << 1, 0,       // W x = (1, 0), |W| |x| = (1, 0): 1
+      1, -0.75,    // W x = (0.25, -0.75), |W| |x| = (1.75, 0.75)
+      0, 0;        // nothing to round: 1
+  // sqrt(1.75^2 + 0.75^2) / sqrt(0.25^2 + 0.75^2) = sqrt(3.625 / 0.625) = sqrt(5.8)
+  EXPECT_NEAR(static_cast<double>(encoding_condition(w, x)), std::sqrt(5.8), 1e-15);
+  RealRows cancels(1, 2);
+  cancels << 1, -1;  // W x = (0, -1): only the first coordinate cancels
+  EXPECT_NEAR(static_cast<double>(encoding_condition(w, cancels)), std::sqrt(5.0), 1e-15);
+  RealRows w1(1, 2);
+  w1 << 1, 1;
+  EXPECT_TRUE(std::isinf(encoding_condition(w1, cancels)));  // exactly zero from 1 - 1
+}
+
 TEST(OracleObjective, AccumulationDividesByAOnlyWhenNormalised) {
   Description d = one_dimensional({1, 2, 0}, {1, 0}, 1);
   d.loss.temperature = 1;
