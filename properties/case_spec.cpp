@@ -1,10 +1,11 @@
 #include "properties/case_spec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "base/assert.hpp"
 #include "base/rng.hpp"
-#include "step/recorded_padding.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -56,6 +57,49 @@ void apply_style(Rng& rng, FeatureStyle style, const std::vector<std::int32_t>& 
       }
       return;
   }
+}
+
+// The groups' negative counts that DP shard `d` pads in micro-step `micro`
+// (MODEL.md section 3): with a gather every shard's in DP order, otherwise
+// the shard's own. Read from the layout the generator wrote, not parsed
+// through loss/: generation must not run the code under test.
+std::vector<std::int32_t> padded_negative_counts(const Case& c, std::size_t micro, std::int32_t d) {
+  const bool gather = c.loss.use_batch && c.mesh.dp > 1;
+  std::vector<std::int32_t> counts;
+  for (std::int32_t s = gather ? 0 : d; s < (gather ? c.mesh.dp : d + 1); ++s) {
+    const auto& own = c.batches[micro][static_cast<std::size_t>(s)].negative_counts;
+    counts.insert(counts.end(), own.begin(), own.end());
+  }
+  return counts;
+}
+
+// The recorded-draws axis: arbitrary valid draws in the order the step's
+// generators draw them (step/recorded_padding.hpp), each index uniform in
+// [0, k) from Rng(seed), not from any padding generator, so a step must use
+// exactly the draws the case records. A group with k < H negatives takes
+// H - k draws; with a gather every DP shard gets the same list, as synced
+// generators draw, so the step keeps one objective.
+loss::RecordedDraws arbitrary_padding_draws(const Case& c, std::uint64_t seed) {
+  const auto dp = static_cast<std::size_t>(c.mesh.dp);
+  loss::RecordedDraws draws(static_cast<std::size_t>(c.accumulation_steps),
+                            std::vector<std::vector<std::int32_t>>(dp));
+  const std::int32_t hard_negatives = *c.loss.hard_negatives;
+  const bool gather = c.loss.use_batch && c.mesh.dp > 1;
+  Rng rng(seed);
+  for (std::size_t m = 0; m < static_cast<std::size_t>(c.micro_steps_run()); ++m) {
+    auto& micro = draws[m];
+    for (std::int32_t d = 0; d < (gather ? 1 : c.mesh.dp); ++d) {
+      for (const std::int32_t k : padded_negative_counts(c, m, d)) {
+        INFONCE_ASSERT(k >= 1);  // the generator gives every group a negative under H
+        for (std::int32_t extra = 0; extra < hard_negatives - k; ++extra) {
+          micro[static_cast<std::size_t>(d)].push_back(
+              static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(k))));
+        }
+      }
+    }
+    if (gather) std::fill(micro.begin() + 1, micro.end(), micro[0]);
+  }
+  return draws;
 }
 
 loss::ShardBatch shard_batch(Rng& rng, const std::vector<std::int32_t>& negatives,
@@ -134,7 +178,7 @@ Case build_case(const CaseSpec& spec) {
     for (auto& shard : shards) shard.features.resize(0, spec.feature_dim);
   }
   if (spec.record_draws && c.loss.hard_negatives) {
-    c.padding_draws = step::arbitrary_padding_draws(c, spec.draw_seed);
+    c.padding_draws = arbitrary_padding_draws(c, spec.draw_seed);
   }
   return c;
 }

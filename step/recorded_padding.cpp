@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "base/assert.hpp"
-#include "base/rng.hpp"
 #include "loss/groups.hpp"
 
 namespace infonce::step {
@@ -25,19 +24,6 @@ class RecordingSource final : public loss::PaddingDrawSource {
  private:
   loss::PaddingDrawSource& generator_;
   std::vector<std::int32_t>& record_;
-};
-
-// Index j uniform in [0, negative_count) from a seeded stream.
-class UniformSource final : public loss::PaddingDrawSource {
- public:
-  explicit UniformSource(std::uint64_t seed) : rng_(seed) {}
-  std::int32_t draw(std::int32_t negative_count) override {
-    INFONCE_ASSERT(negative_count >= 1);
-    return static_cast<std::int32_t>(rng_.below(static_cast<std::uint64_t>(negative_count)));
-  }
-
- private:
-  Rng rng_;
 };
 
 // The negative counts of the groups DP shard `d` pads in micro-step `micro`,
@@ -81,26 +67,6 @@ loss::RecordedDraws record_padding_draws(const Case& c) {
       (void)loss::resize_hard_negatives(padded_layout(c, m, d), *c.loss.hard_negatives,
                                         c.loss.padding, recording);
     }
-  }
-  return draws;
-}
-
-loss::RecordedDraws arbitrary_padding_draws(const Case& c, std::uint64_t seed) {
-  validate_case(c);
-  const auto dp = static_cast<std::size_t>(c.mesh.dp);
-  loss::RecordedDraws draws(static_cast<std::size_t>(c.accumulation_steps),
-                            std::vector<std::vector<std::int32_t>>(dp));
-  if (!c.loss.hard_negatives) return draws;
-  const bool gather = c.loss.use_batch && c.mesh.dp > 1;
-  UniformSource uniform(seed);
-  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
-    auto& micro = draws[static_cast<std::size_t>(m)];
-    for (std::int32_t d = 0; d < (gather ? 1 : c.mesh.dp); ++d) {
-      RecordingSource recording(uniform, micro[static_cast<std::size_t>(d)]);
-      (void)loss::resize_hard_negatives(padded_layout(c, m, d), *c.loss.hard_negatives,
-                                        c.loss.padding, recording);
-    }
-    if (gather) std::fill(micro.begin() + 1, micro.end(), micro[0]);
   }
   return draws;
 }

@@ -28,14 +28,6 @@ namespace infonce::step {
 // recorded case is the same step, bit for bit.
 loss::RecordedDraws record_padding_draws(const Case& c);
 
-// Arbitrary valid draws for the case's layouts, in the same order: each index
-// uniform in [0, k) from Rng(seed), not from any padding generator (the
-// recorded-draws axis of the campaign: a step must use exactly the draws a
-// case records). With a gather every DP shard gets the same list, as synced
-// generators draw, so the step keeps one objective. Empty lists when
-// hard_negatives is unset.
-loss::RecordedDraws arbitrary_padding_draws(const Case& c, std::uint64_t seed);
-
 // `c` with padding_draws set to record_padding_draws(c) (unchanged if
 // hard_negatives is unset: nothing is drawn).
 Case with_recorded_padding(Case c);
