@@ -42,11 +42,16 @@ Rows<S> encode(const Rows<S>& weight, const RealRows& sentences, bool normalize)
 inline Real encoding_condition(const RealRows& weight, const RealRows& sentences) {
   Real worst = 1;
   for (Eigen::Index r = 0; r < sentences.rows(); ++r) {
-    const Eigen::Matrix<Real, Eigen::Dynamic, 1> x = sentences.row(r).transpose();
-    const Real magnitude = (weight.cwiseAbs() * x.cwiseAbs()).norm();
-    const Real value = (weight * x).norm();
-    if (magnitude == 0) continue;
-    worst = std::max(worst, value == 0 ? std::numeric_limits<Real>::infinity() : magnitude / value);
+    Real magnitude_squared = 0, value_squared = 0;  // of |W| |x| and of W x
+    for (Eigen::Index i = 0; i < weight.rows(); ++i) {
+      const Real magnitude = weight.row(i).cwiseAbs().dot(sentences.row(r).cwiseAbs());
+      const Real value = weight.row(i).dot(sentences.row(r));
+      magnitude_squared += magnitude * magnitude;
+      value_squared += value * value;
+    }
+    if (magnitude_squared == 0) continue;
+    worst = std::max(worst, value_squared == 0 ? std::numeric_limits<Real>::infinity()
+                                               : std::sqrt(magnitude_squared / value_squared));
   }
   return worst;
 }

@@ -19,7 +19,9 @@ std::string format(double value) {
   return out.str();
 }
 
-double max_abs(const Matrix<double>& m) { return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff(); }
+double max_abs(const Matrix<double>& m) {
+  return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff();
+}
 
 double unit_roundoff_of(const Case& c) {
   return c.scalar == ScalarType::float64 ? 0x1p-53 : 0x1p-24;
@@ -54,8 +56,8 @@ struct OracleTolerance {
     const step::Tolerance t = step::tolerance_for(c.scalar);
     const double conditioning = 32 * unit_roundoff_of(c) * (1 + oracle.max_abs_logit);
     const double direction = encoding_direction_error(c, oracle);
-    loss_atol = t.atol + conditioning +
-                4 * direction * (oracle.max_abs_logit + 1 / c.loss.temperature);
+    loss_atol =
+        t.atol + conditioning + 4 * direction * (oracle.max_abs_logit + 1 / c.loss.temperature);
     rtol = t.rtol;
     atol = t.atol;
     grad_scale = std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
@@ -109,10 +111,9 @@ std::string step_disagreement(const Case& c, const step::DistributedResult& dist
   // reduced gradient, every rank's loss); its verdict is against `o` here.
   const step::CaseReport judged = step::evaluate(c, distributed, o);
   for (std::size_t w = 0; w < judged.losses.size(); ++w) {
-    const double expected =
-        c.loss.use_batch
-            ? o.loss
-            : o.shard_losses[static_cast<std::size_t>(c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    const double expected = c.loss.use_batch ? o.loss
+                                             : o.shard_losses[static_cast<std::size_t>(
+                                                   c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
     if (!t.loss_close(judged.losses[w], expected)) {
       return "step loss on rank " + std::to_string(w) + " " + format(judged.losses[w]) +
              " vs oracle " + format(expected);
@@ -165,7 +166,8 @@ void check_oracle_agrees(const Case& c, const step::DistributedResult& distribut
       return;
     }
     verdict.failures.push_back(
-        {kOracleAgrees, std::string("the reference accepted a case the oracle rejects: ") + e.what()});
+        {kOracleAgrees,
+         std::string("the reference accepted a case the oracle rejects: ") + e.what()});
     return;
   }
   if (mask_near_tie(c, oracle) || encoding_undetermined(c, oracle)) {  // not judged

@@ -33,9 +33,9 @@ TEST(OracleGroups, TheIthOneShiftedByIIsGroupIsQuery) {
 }
 
 TEST(OracleGroups, LabelsThatCannotDescribeTheSentencesAreRejected) {
-  EXPECT_THROW(parse_groups({1, 0}, 4), InputError);     // 3 sentences
-  EXPECT_THROW(parse_groups({0, 1}, 4), InputError);     // starts with a negative
-  EXPECT_THROW(parse_groups({1, 2}, 4), InputError);     // not 0/1
+  EXPECT_THROW(parse_groups({1, 0}, 4), InputError);  // 3 sentences
+  EXPECT_THROW(parse_groups({0, 1}, 4), InputError);  // starts with a negative
+  EXPECT_THROW(parse_groups({1, 2}, 4), InputError);  // not 0/1
 }
 
 TEST(OracleHardNegatives, LegacyTakesRowJPlus1AndFixedRowJPlus2) {
@@ -94,7 +94,8 @@ Description one_dimensional(std::vector<Real> features, std::vector<std::int32_t
   d.normalize = false;
   d.weight = RealRows::Constant(1, 1, w);
   ShardInput shard;
-  shard.sentences = Eigen::Map<RealRows>(features.data(), static_cast<Eigen::Index>(features.size()), 1);
+  shard.sentences =
+      Eigen::Map<RealRows>(features.data(), static_cast<Eigen::Index>(features.size()), 1);
   shard.labels = std::move(labels);
   d.micro_steps = {{shard}};
   return d;
@@ -171,9 +172,9 @@ TEST(OracleEncoder, EncodingConditionIsTheCancellationOfTheWorstRow) {
   RealRows w(2, 2);
   w << 1, 1, 0, 1;
   RealRows x(3, 2);
-  x << 1, 0,       // W x = (1, 0), |W| |x| = (1, 0): 1
-      1, -0.75,    // W x = (0.25, -0.75), |W| |x| = (1.75, 0.75)
-      0, 0;        // nothing to round: 1
+  x << 1, 0,     // W x = (1, 0), |W| |x| = (1, 0): 1
+      1, -0.75,  // W x = (0.25, -0.75), |W| |x| = (1.75, 0.75)
+      0, 0;      // nothing to round: 1
   // sqrt(1.75^2 + 0.75^2) / sqrt(0.25^2 + 0.75^2) = sqrt(3.625 / 0.625) = sqrt(5.8)
   EXPECT_NEAR(static_cast<double>(encoding_condition(w, x)), std::sqrt(5.8), 1e-15);
   RealRows cancels(1, 2);
