@@ -137,6 +137,8 @@ double tolerance_used(const Case& c, const step::ReferenceValues& values,
   return used;
 }
 
+namespace {
+
 // A mask decision closer than the code under test rounds a similarity: the
 // embedding's normalisation and a D-term dot product, each a few units of
 // roundoff per term (256 D u leaves a wide margin; the generator's collinear,
@@ -152,6 +154,12 @@ bool mask_near_tie(const Case& c, const OracleValues& oracle) {
 // tolerance of the oracle's would mean anything.
 bool encoding_undetermined(const Case& c, const OracleValues& oracle) {
   return !(encoding_direction_error(c, oracle) <= 1e-3);
+}
+
+}  // namespace
+
+bool oracle_judges(const Case& c, const OracleValues& oracle) {
+  return !mask_near_tie(c, oracle) && !encoding_undetermined(c, oracle);
 }
 
 void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
@@ -170,7 +178,7 @@ void check_oracle_agrees(const Case& c, const step::DistributedResult& distribut
          std::string("the reference accepted a case the oracle rejects: ") + e.what()});
     return;
   }
-  if (mask_near_tie(c, oracle) || encoding_undetermined(c, oracle)) {  // not judged
+  if (!oracle_judges(c, oracle)) {
     verdict.oracle_checked = false;
     return;
   }

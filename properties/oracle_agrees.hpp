@@ -24,4 +24,9 @@ void check_oracle_agrees(const Case& c, const step::DistributedResult& distribut
 double tolerance_used(const Case& c, const step::ReferenceValues& values,
                       const OracleValues& oracle);
 
+// Whether oracle-agrees judges `c` at all: not when a mask decision is closer
+// than the case's precision rounds a similarity, nor when an embedding's
+// direction is undetermined in it (such a case is counted, not judged).
+bool oracle_judges(const Case& c, const OracleValues& oracle);
+
 }  // namespace infonce::properties
