@@ -193,5 +193,23 @@ TEST(StrategyCampaign, AWrongPredictionIsAMismatch) {
   EXPECT_NEAR(*report.ratio, 0.5, 1e-12);
 }
 
+TEST(StrategyCampaign, ASaturatedSoftmaxIsJudgedByItsTermsNotItsGradient) {
+  // Found by `check --strategies all --seed 2 --cases 1000000` (case 284174):
+  // unnormalised collinear features at T = 0.05 give logits up to 450, the
+  // softmax saturates, and the gradient (max 0.0088) is what is left after
+  // terms of size m / T = 95 cancel. The step (autograd gather, local loss)
+  // and the reference order those sums differently: 4.5e-14 apart, above a
+  // tolerance scaled by the gradient alone (about 4.5e-14), far below one
+  // scaled by the terms. Ratio 4 as predicted.
+  const auto point = parse_strategy_choice("autograd/local/scale-W/sum");
+  const Case c = strategy_case(2, 284174, default_limits(), point, nullptr);
+  ASSERT_FALSE(c.encoder_normalize);
+  ASSERT_EQ(c.loss.temperature, 0.05);
+  const StrategyCaseResult result = check_strategy_case(c);
+  EXPECT_EQ(result.observation, StrategyObservation::confirmed) << result.detail;
+  EXPECT_EQ(result.prediction.verdict, step::Verdict::ratio);
+  EXPECT_EQ(result.prediction.ratio, 4.0);
+}
+
 }  // namespace
 }  // namespace infonce::properties
