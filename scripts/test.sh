@@ -47,8 +47,9 @@ stage_asan() {
   # Property budgets shrink under the sanitizers (they run ~10x slower). The
   # torch-labelled tests check Python code against the CLI, which the C++
   # tests already run under the sanitizers: they run once, in the suite stage.
+  # So do the README's sessions (label readme): full-size campaigns, as printed.
   (cd build-asan && INFONCE_SANITIZER_BUILD=1 ctest --output-on-failure -j "$jobs" --timeout 1200 \
-    -LE torch)
+    -LE "torch|readme")
 }
 
 # The suite's Release g++ build serves the install, the consumer and the .deb.
