@@ -1,6 +1,7 @@
 #include "casefile/case_json.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -248,11 +249,34 @@ bool read_bool(const Json& value, std::string_view path) {
   return value.get<bool>();
 }
 
-template <class Enum>
+// The names of the case file's other choices; the strategy's and the
+// reduction's are casefile/strategy_value.hpp's.
+constexpr std::array<EnumName<GatherPath>, 2> kGatherPathNames{{
+    {GatherPath::object, "object"},
+    {GatherPath::tensor, "tensor"},
+}};
+constexpr std::array<EnumName<loss::Padding>, 2> kPaddingNames{{
+    {loss::Padding::legacy, "legacy"},
+    {loss::Padding::fixed, "fixed"},
+}};
+constexpr std::array<EnumName<RngMode>, 2> kRngModeNames{{
+    {RngMode::synced, "synced"},
+    {RngMode::per_rank, "per-rank"},
+}};
+constexpr std::array<EnumName<ScalarType>, 2> kScalarTypeNames{{
+    {ScalarType::float64, "float64"},
+    {ScalarType::float32, "float32"},
+}};
+constexpr std::array<EnumName<std::string_view>, 2> kLimitsNames{{
+    {"default", "default"},
+    {"typical", "typical"},
+}};
+
+template <class Enum, std::size_t N>
 Enum read_choice(const Json& value, std::string_view path,
-                 std::initializer_list<std::pair<std::string_view, Enum>> choices) {
+                 const std::array<EnumName<Enum>, N>& choices) {
   std::string expected;
-  for (const auto& [name, choice] : choices) {
+  for (const auto& [choice, name] : choices) {
     if (value.is_string() && value.get_ref<const std::string&>() == name) return choice;
     expected += (expected.empty() ? "" : " or ") + std::string("\"") + std::string(name) + "\"";
   }
@@ -382,9 +406,7 @@ loss::LossSettings read_loss_settings(const Json& value) {
     }
     settings.hard_negatives = read_int32(hard, loss.path("hard_negatives"));
   }
-  settings.padding = read_choice<loss::Padding>(
-      loss.required("padding"), loss.path("padding"),
-      {{"legacy", loss::Padding::legacy}, {"fixed", loss::Padding::fixed}});
+  settings.padding = read_choice(loss.required("padding"), loss.path("padding"), kPaddingNames);
   settings.mask_fake_negative =
       read_bool(loss.required("mask_fake_negative"), loss.path("mask_fake_negative"));
   settings.fake_neg_margin =
@@ -431,8 +453,7 @@ void read_accumulation(const Json& value, Case& c) {
 
 void read_rng(const Json& value, Case& c) {
   const ObjectReader rng(value, "rng", {"mode", "seed"});
-  c.rng_mode = read_choice<RngMode>(rng.required("mode"), rng.path("mode"),
-                                    {{"synced", RngMode::synced}, {"per-rank", RngMode::per_rank}});
+  c.rng_mode = read_choice(rng.required("mode"), rng.path("mode"), kRngModeNames);
   c.rng_seed = read_uint64(rng.required("seed"), rng.path("seed"));
 }
 
@@ -557,41 +578,25 @@ void read_found(const Json& value, Case& c) {
     fail(found.path("case_index"), "must be >= 0, got " + std::to_string(result.case_index));
   }
   if (const Json* limits = found.optional("limits"); limits != nullptr && !limits->is_null()) {
-    result.limits = read_choice<std::string>(*limits, found.path("limits"),
-                                             {{"default", "default"}, {"typical", "typical"}});
+    result.limits = read_choice(*limits, found.path("limits"), kLimitsNames);
   }
   c.found = std::move(result);
 }
 
 // The extension key "strategy": gather, scope and scale; reduction optional
 // (the case's `reduction`, which it must equal when given).
-const std::initializer_list<std::pair<std::string_view, GatherKind>> kGatherKinds = {
-    {"detached-own-live", GatherKind::detached_own_live},
-    {"detached", GatherKind::detached},
-    {"autograd", GatherKind::autograd}};
-const std::initializer_list<std::pair<std::string_view, LossScope>> kLossScopes = {
-    {"global", LossScope::global}, {"local", LossScope::local}};
-const std::initializer_list<std::pair<std::string_view, BackwardScale>> kBackwardScales = {
-    {"none", BackwardScale::none},
-    {"P", BackwardScale::dp_shards},
-    {"W", BackwardScale::world_size}};
-const std::initializer_list<std::pair<std::string_view, Reduction>> kReductions = {
-    {"mean", Reduction::mean}, {"sum", Reduction::sum}};
-
 void read_strategy(const Json& value, Case& c) {
   const ObjectReader strategy(value, "strategy", {"gather", "scope", "scale", "reduction"});
   Strategy result;
   result.gather =
-      read_choice<GatherKind>(strategy.required("gather"), strategy.path("gather"), kGatherKinds);
-  result.scope =
-      read_choice<LossScope>(strategy.required("scope"), strategy.path("scope"), kLossScopes);
-  result.scale = read_choice<BackwardScale>(strategy.required("scale"), strategy.path("scale"),
-                                            kBackwardScales);
+      read_choice(strategy.required("gather"), strategy.path("gather"), kGatherKindNames);
+  result.scope = read_choice(strategy.required("scope"), strategy.path("scope"), kLossScopeNames);
+  result.scale =
+      read_choice(strategy.required("scale"), strategy.path("scale"), kBackwardScaleNames);
   result.reduction = c.reduction;
   if (const Json* reduction = strategy.optional("reduction");
       reduction != nullptr && !reduction->is_null()) {
-    result.reduction =
-        read_choice<Reduction>(*reduction, strategy.path("reduction"), kReductions);
+    result.reduction = read_choice(*reduction, strategy.path("reduction"), kReductionNames);
   }
   c.strategy = result;
 }
@@ -635,31 +640,26 @@ OrderedJson shard_json(const loss::ShardBatch& shard) {
   return groups;
 }
 
-template <class Enum>
-std::string_view choice_name(Enum value,
-                             std::initializer_list<std::pair<std::string_view, Enum>> choices) {
-  for (const auto& [name, choice] : choices) {
-    if (choice == value) return name;
-  }
-  INFONCE_ASSERT(false);
-  return {};
+template <class Enum, std::size_t N>
+std::string_view choice_name(Enum value, const std::array<EnumName<Enum>, N>& choices) {
+  const std::string_view name = name_in(choices, value);
+  INFONCE_ASSERT(!name.empty());
+  return name;
 }
 
 OrderedJson case_json(const Case& c) {
   OrderedJson out;
   out["format"] = kFormat;
   out["mesh"] = {{"world", c.mesh.world}, {"dp", c.mesh.dp}};
-  out["reduction"] = choice_name(c.reduction, {{"mean", Reduction::mean}, {"sum", Reduction::sum}});
-  out["gather"] =
-      choice_name(c.gather, {{"object", GatherPath::object}, {"tensor", GatherPath::tensor}});
+  out["reduction"] = choice_name(c.reduction, kReductionNames);
+  out["gather"] = choice_name(c.gather, kGatherPathNames);
   out["compensate"] = c.compensate;
   OrderedJson loss;
   loss["temperature"] = c.loss.temperature;
   loss["use_batch"] = c.loss.use_batch;
   loss["hard_negatives"] =
       c.loss.hard_negatives ? OrderedJson(*c.loss.hard_negatives) : OrderedJson(nullptr);
-  loss["padding"] = choice_name(
-      c.loss.padding, {{"legacy", loss::Padding::legacy}, {"fixed", loss::Padding::fixed}});
+  loss["padding"] = choice_name(c.loss.padding, kPaddingNames);
   loss["mask_fake_negative"] = c.loss.mask_fake_negative;
   loss["fake_neg_margin"] = c.loss.fake_neg_margin;
   loss["include_qq"] = c.loss.include_qq;
@@ -668,16 +668,14 @@ OrderedJson case_json(const Case& c) {
   out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
   out["accumulation"] = {{"steps", c.accumulation_steps}, {"normalize", c.accumulation_normalize}};
   if (c.accumulation_window) out["accumulation"]["window"] = *c.accumulation_window;
-  out["rng"] = {{"mode", choice_name(c.rng_mode, {{"synced", RngMode::synced},
-                                                  {"per-rank", RngMode::per_rank}})},
-                {"seed", c.rng_seed}};
+  out["rng"] = {{"mode", choice_name(c.rng_mode, kRngModeNames)}, {"seed", c.rng_seed}};
   // The extension key is written only when it departs from the SPEC's default.
   if (c.scalar == ScalarType::float32) out["dtype"] = "float32";
   if (c.strategy) {
-    out["strategy"] = {{"gather", choice_name(c.strategy->gather, kGatherKinds)},
-                       {"scope", choice_name(c.strategy->scope, kLossScopes)},
-                       {"scale", choice_name(c.strategy->scale, kBackwardScales)},
-                       {"reduction", choice_name(c.strategy->reduction, kReductions)}};
+    out["strategy"] = {{"gather", choice_name(c.strategy->gather, kGatherKindNames)},
+                       {"scope", choice_name(c.strategy->scope, kLossScopeNames)},
+                       {"scale", choice_name(c.strategy->scale, kBackwardScaleNames)},
+                       {"reduction", choice_name(c.strategy->reduction, kReductionNames)}};
   }
   if (c.padding_draws) out["padding_draws"] = *c.padding_draws;
   OrderedJson batches = OrderedJson::array();
@@ -739,19 +737,15 @@ Case parse_case(std::string_view json_text) {
   Case c;
   read_format(root);
   c.mesh = read_mesh(root.required("mesh"));
-  c.reduction = read_choice<Reduction>(root.required("reduction"), "reduction",
-                                       {{"mean", Reduction::mean}, {"sum", Reduction::sum}});
-  c.gather =
-      read_choice<GatherPath>(root.required("gather"), "gather",
-                              {{"object", GatherPath::object}, {"tensor", GatherPath::tensor}});
+  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
+  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
   c.compensate = read_bool(root.required("compensate"), "compensate");
   c.loss = read_loss_settings(root.required("loss"));
   read_encoder(root.required("encoder"), c);
   read_accumulation(root.required("accumulation"), c);
   read_rng(root.required("rng"), c);
   if (const Json* dtype = given(root, "dtype")) {
-    c.scalar = read_choice<ScalarType>(
-        *dtype, "dtype", {{"float64", ScalarType::float64}, {"float32", ScalarType::float32}});
+    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
   }
   if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
   if (const Json* draws = given(root, "padding_draws")) read_padding_draws(*draws, c);

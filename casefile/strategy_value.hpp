@@ -5,6 +5,10 @@
 // step/rank_program.cpp composes the rank program from it.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <string_view>
+
 namespace infonce {
 
 enum class Reduction { mean, sum };
@@ -34,5 +38,44 @@ struct Strategy {
 
   friend bool operator==(const Strategy&, const Strategy&) = default;
 };
+
+// The names of the values, as the case file's key "strategy" writes them
+// (step::name_of joins the same names into a point's name, except the scale's,
+// which it writes "scale-1", "scale-P", "scale-W"). Case files and the CLI's
+// output depend on them: byte for byte. A table's order is the order the case
+// file's error message lists the choices in.
+template <class Enum>
+struct EnumName {
+  Enum value;
+  std::string_view name;
+};
+
+inline constexpr std::array<EnumName<GatherKind>, 3> kGatherKindNames{{
+    {GatherKind::detached_own_live, "detached-own-live"},
+    {GatherKind::detached, "detached"},
+    {GatherKind::autograd, "autograd"},
+}};
+inline constexpr std::array<EnumName<LossScope>, 2> kLossScopeNames{{
+    {LossScope::global, "global"},
+    {LossScope::local, "local"},
+}};
+inline constexpr std::array<EnumName<BackwardScale>, 3> kBackwardScaleNames{{
+    {BackwardScale::none, "none"},
+    {BackwardScale::dp_shards, "P"},
+    {BackwardScale::world_size, "W"},
+}};
+inline constexpr std::array<EnumName<Reduction>, 2> kReductionNames{{
+    {Reduction::mean, "mean"},
+    {Reduction::sum, "sum"},
+}};
+
+// The name of `value` in `names`; empty when the table lacks it.
+template <class Enum, std::size_t N>
+constexpr std::string_view name_in(const std::array<EnumName<Enum>, N>& names, Enum value) {
+  for (const EnumName<Enum>& entry : names) {
+    if (entry.value == value) return entry.name;
+  }
+  return {};
+}
 
 }  // namespace infonce

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <string>
 
 #include "base/error.hpp"
@@ -11,13 +10,6 @@
 
 namespace infonce::properties {
 namespace {
-
-std::string format(double value) {
-  std::ostringstream out;
-  out.precision(6);
-  out << value;
-  return out.str();
-}
 
 double max_abs(const Matrix<double>& m) {
   return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff();
@@ -80,8 +72,8 @@ struct OracleTolerance {
     if (grad.rows() != oracle.rows() || grad.cols() != oracle.cols()) return "has the wrong shape";
     const double error = max_abs(grad - oracle);
     if (std::isfinite(error) && error <= atol + rtol * grad_scale + rounding) return {};
-    return "differs from the oracle's by " + format(error) + " (scaled " +
-           format(grad_scale > 0 ? error / grad_scale : error) + ")";
+    return "differs from the oracle's by " + format_detail(error) + " (scaled " +
+           format_detail(grad_scale > 0 ? error / grad_scale : error) + ")";
   }
 };
 
@@ -90,13 +82,14 @@ std::string reference_disagreement(const step::ReferenceValues& reference,
                                    const OracleValues& oracle, const OracleTolerance& t) {
   const step::ReferenceValues& o = oracle.values;
   if (!t.loss_close(reference.loss, o.loss)) {
-    return "reference loss " + format(reference.loss) + " vs oracle " + format(o.loss);
+    return "reference loss " + format_detail(reference.loss) + " vs oracle " +
+           format_detail(o.loss);
   }
   for (std::size_t d = 0; d < o.shard_losses.size(); ++d) {
     if (d >= reference.shard_losses.size() ||
         !t.loss_close(reference.shard_losses[d], o.shard_losses[d])) {
       return "reference loss of shard " + std::to_string(d) + " differs from the oracle's " +
-             format(o.shard_losses[d]);
+             format_detail(o.shard_losses[d]);
     }
   }
   const std::string grad = t.grad_difference(reference.grad, o.grad);
@@ -115,8 +108,8 @@ std::string step_disagreement(const Case& c, const step::DistributedResult& dist
                                              : o.shard_losses[static_cast<std::size_t>(
                                                    c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
     if (!t.loss_close(judged.losses[w], expected)) {
-      return "step loss on rank " + std::to_string(w) + " " + format(judged.losses[w]) +
-             " vs oracle " + format(expected);
+      return "step loss on rank " + std::to_string(w) + " " + format_detail(judged.losses[w]) +
+             " vs oracle " + format_detail(expected);
     }
   }
   const std::string grad = t.grad_difference(judged.grad, o.grad);

@@ -18,7 +18,9 @@ double fix_scale(const Case& c) {
   return c.loss.use_batch && c.reduction == Reduction::mean ? c.mesh.dp : 1;
 }
 
-double owed_divisor(const Case& c) { return c.compensate ? 1 : fix_scale(c); }
+double owed_divisor(const Case& c) {
+  return c.compensate ? 1 : fix_scale(c);
+}
 
 step::CaseReport evaluate_owed(const Case& c, const step::DistributedResult& result,
                                const step::ReferenceValues& reference, CaseVerdict& verdict) {
@@ -33,14 +35,14 @@ step::CaseReport evaluate_owed(const Case& c, const step::DistributedResult& res
   return report;
 }
 
-namespace {
-
-std::string format(double value) {
+std::string format_detail(double value) {
   std::ostringstream out;
   out.precision(6);
   out << value;
   return out.str();
 }
+
+namespace {
 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() &&
@@ -56,18 +58,20 @@ void check_reference_agreement(const step::CaseReport& r, CaseVerdict& verdict) 
   if (r.loss_matches && r.reference_divided_by > 1) {
     // A case without the fix, compared with reference / P: property 2.
     verdict.failures.push_back(
-        {kUncompensatedRatio,
-         "ratio " +
-             (r.ratio ? format(*r.ratio / r.reference_divided_by) : std::string("undefined")) +
-             " of the reference, expected 1/" + format(r.reference_divided_by) + " (scaled error " +
-             format(r.scaled_err) + ")"});
+        {kUncompensatedRatio, "ratio " +
+                                  (r.ratio ? format_detail(*r.ratio / r.reference_divided_by)
+                                           : std::string("undefined")) +
+                                  " of the reference, expected 1/" +
+                                  format_detail(r.reference_divided_by) + " (scaled error " +
+                                  format_detail(r.scaled_err) + ")"});
     return;
   }
   verdict.failures.push_back(
-      {kGradientMatches, "loss " + format(r.loss) + " vs reference " + format(r.reference.loss) +
-                             ", gradient rel_err " + format(r.rel_err) + " (scaled " +
-                             format(r.scaled_err) + "), ratio " +
-                             (r.ratio ? format(*r.ratio) : std::string("undefined"))});
+      {kGradientMatches, "loss " + format_detail(r.loss) + " vs reference " +
+                             format_detail(r.reference.loss) + ", gradient rel_err " +
+                             format_detail(r.rel_err) + " (scaled " + format_detail(r.scaled_err) +
+                             "), ratio " +
+                             (r.ratio ? format_detail(*r.ratio) : std::string("undefined"))});
 }
 
 // Under a permuted summation order each DP group (one per replica index, with
@@ -95,7 +99,7 @@ void check_rank_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
       r.losses_equal ? "ranks hold different reduced gradients" : "ranks report different losses:";
   if (!r.losses_equal) {
     for (std::size_t w = 0; w < r.losses.size() && w < 8; ++w) {
-      detail.append(" ").append(format(r.losses[w]));
+      detail.append(" ").append(format_detail(r.losses[w]));
     }
   }
   verdict.failures.push_back({kEqualLoss, detail});
@@ -160,8 +164,9 @@ void check_uncompensated_gradient(const Case& c, const Matrix<double>& grad,
   if (std::isfinite(error) && error <= t.atol + t.rtol * scale) return;
   const double ref_norm2 = reference.grad.squaredNorm();
   const double ratio = ref_norm2 > 0 ? grad.cwiseProduct(reference.grad).sum() / ref_norm2 : NAN;
-  verdict.failures.push_back({kUncompensatedRatio, "ratio " + format(ratio) + ", expected 1/" +
-                                                       std::to_string(c.mesh.dp)});
+  verdict.failures.push_back(
+      {kUncompensatedRatio,
+       "ratio " + format_detail(ratio) + ", expected 1/" + std::to_string(c.mesh.dp)});
 }
 
 namespace {
@@ -214,9 +219,9 @@ void check_code_paths_in(const Case& c, CaseVerdict& verdict) {
       (std::isinf(batched.loss) && batched.loss == loop.loss) || loss_error <= t.rtol * logit_scale;
   const double grad_bound = t.rtol * (max_abs(gl) + logit_scale * (1.0 + m / c.loss.temperature));
   if (loss_ok && std::isfinite(error) && error <= grad_bound) return;
-  verdict.failures.push_back({kCodePathsAgree, "batched loss " + format(batched.loss) +
-                                                   " vs loop " + format(loop.loss) +
-                                                   ", gradient error " + format(error)});
+  verdict.failures.push_back({kCodePathsAgree, "batched loss " + format_detail(batched.loss) +
+                                                   " vs loop " + format_detail(loop.loss) +
+                                                   ", gradient error " + format_detail(error)});
 }
 
 void check_code_paths(const Case& c, CaseVerdict& verdict) {
@@ -249,16 +254,21 @@ const char* property_catching(step::CaughtBy caught_by) {
   return kNoCrash;
 }
 
-CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
-  CaseVerdict verdict;
-  step::ReferenceValues reference;
+std::optional<step::ReferenceValues> reference_or_discard(const Case& c, CaseVerdict& verdict) {
   try {
-    reference = step::compute_case_reference(c);
+    return step::compute_case_reference(c);
   } catch (const InputError& e) {
     verdict.discarded = true;
     verdict.discard_reason = e.what();
-    return verdict;
+    return std::nullopt;
   }
+}
+
+CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
+  CaseVerdict verdict;
+  const std::optional<step::ReferenceValues> found = reference_or_discard(c, verdict);
+  if (!found) return verdict;
+  const step::ReferenceValues& reference = *found;
   const step::DistributedSetup setup = step::distributed_setup(c, options.mutant);
   try {
     // Ranks share a loss evaluated on bit-identical inputs; the campaign's

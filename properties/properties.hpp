@@ -51,6 +51,10 @@ bool oracle_applies(const Case& c, OracleMode mode, std::int64_t case_index);
 // The property name of a mutant's CaughtBy.
 const char* property_catching(step::CaughtBy caught_by);
 
+// A number in a failure's detail: 6 significant digits (%g style, as
+// std::ostream writes it at precision 6).
+std::string format_detail(double value);
+
 struct PropertyFailure {
   std::string property;
   std::string detail;  // one line
@@ -78,6 +82,10 @@ struct PropertyOptions {
 };
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options);
+
+// The reference values of `c`; none when the reference rejects the case
+// (InputError), which `verdict` then records as discarded with the reason.
+std::optional<step::ReferenceValues> reference_or_discard(const Case& c, CaseVerdict& verdict);
 
 // The step's report against what it owes: the reference, or reference / P
 // (property 2, then counted as checked and shown in reference_divided_by).

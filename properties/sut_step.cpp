@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
@@ -112,14 +113,9 @@ Restriction restriction_of(const sut::Supports& s) {
 CaseVerdict check_external_case(const Case& c, sut::Session& session) {
   CaseVerdict verdict;
   verdict.schedule_checked = false;
-  step::ReferenceValues reference;
-  try {
-    reference = step::compute_case_reference(c);
-  } catch (const InputError& e) {
-    verdict.discarded = true;
-    verdict.discard_reason = e.what();
-    return verdict;
-  }
+  std::optional<step::ReferenceValues> found = reference_or_discard(c, verdict);
+  if (!found) return verdict;
+  step::ReferenceValues reference = std::move(*found);
   const sut::StepOutcome outcome = session.run(c);
   if (!outcome.result) {
     verdict.failures.push_back({kNoCrash, outcome.failure});
@@ -142,8 +138,8 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session) {
       evaluate_owed(judged, distributed_result(result, judged, reference), reference, verdict);
   check_reported_step(verdict.report, verdict);
   const sut::Supports& supports = session.handshake().supports;
-  if (c.compensate && supports.compensate_false && c.loss.use_batch && c.reduction == Reduction::mean &&
-      c.mesh.dp >= 2) {
+  if (c.compensate && supports.compensate_false && c.loss.use_batch &&
+      c.reduction == Reduction::mean && c.mesh.dp >= 2) {
     verdict.uncompensated_checked = true;
     Case uncompensated = judged;
     uncompensated.compensate = false;

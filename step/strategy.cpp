@@ -112,36 +112,31 @@ Prediction predict(const Strategy& strategy, ParameterGroup group, const StepSha
   return out;
 }
 
+namespace {
+
+// A point's scale is written "scale-" and s, not as the case file writes it.
+constexpr std::array<EnumName<BackwardScale>, 3> kBackwardScalePointNames{{
+    {BackwardScale::none, "scale-1"},
+    {BackwardScale::dp_shards, "scale-P"},
+    {BackwardScale::world_size, "scale-W"},
+}};
+
+}  // namespace
+
 std::string_view name_of(GatherKind gather) {
-  switch (gather) {
-    case GatherKind::detached_own_live:
-      return "detached-own-live";
-    case GatherKind::detached:
-      return "detached";
-    case GatherKind::autograd:
-      return "autograd";
-  }
-  return "?";
+  return name_in(kGatherKindNames, gather);
 }
 
 std::string_view name_of(LossScope scope) {
-  return scope == LossScope::global ? "global" : "local";
+  return name_in(kLossScopeNames, scope);
 }
 
 std::string_view name_of(BackwardScale scale) {
-  switch (scale) {
-    case BackwardScale::none:
-      return "scale-1";
-    case BackwardScale::dp_shards:
-      return "scale-P";
-    case BackwardScale::world_size:
-      return "scale-W";
-  }
-  return "?";
+  return name_in(kBackwardScalePointNames, scale);
 }
 
 std::string_view name_of(Reduction reduction) {
-  return reduction == Reduction::mean ? "mean" : "sum";
+  return name_in(kReductionNames, reduction);
 }
 
 std::string_view name_of(ParameterGroup group) {

@@ -110,23 +110,39 @@ void expect_same_results(const DistributedResult& a, const DistributedResult& b)
   EXPECT_EQ(a.padded_positives, b.padded_positives);
 }
 
-// W = 8, P = 4 (2 replicas), 3 micro-steps, hard negatives padded.
-properties::CaseSpec eight_rank_spec() {
+// What the W = 8 specs below differ in.
+struct EightRankFields {
+  std::int32_t micro_steps = 1;
+  std::int32_t hard_negatives = 0;  // 0: unset
+  bool include_qq = false;
+  std::uint64_t data_seed = 0;
+  std::uint64_t rng_seed = 0;
+};
+
+// W = 8, P = 4 (2 replicas), object gather, the same groups every micro-step.
+properties::CaseSpec eight_rank_spec(const EightRankFields& fields) {
   properties::CaseSpec spec;
   spec.world = 8;
   spec.dp = 4;
-  spec.negatives.assign(3, {{2, 1}, {3}, {1, 1, 1}, {2}});
+  spec.negatives.assign(static_cast<std::size_t>(fields.micro_steps),
+                        {{2, 1}, {3}, {1, 1, 1}, {2}});
   spec.feature_dim = 3;
   spec.embedding_dim = 4;
-  spec.hard_negatives = 4;
-  spec.include_qq = true;
-  spec.data_seed = 41;
-  spec.rng_seed = 42;
+  spec.hard_negatives = fields.hard_negatives;
+  spec.include_qq = fields.include_qq;
+  spec.data_seed = fields.data_seed;
+  spec.rng_seed = fields.rng_seed;
   return spec;
 }
 
+// 3 micro-steps, hard negatives padded.
+properties::CaseSpec padded_spec() {
+  return eight_rank_spec(
+      {.micro_steps = 3, .hard_negatives = 4, .include_qq = true, .data_seed = 41, .rng_seed = 42});
+}
+
 TEST(SharedLosses, AStepGivesTheSameBitsSharedOrNot) {
-  const Case c = properties::build_case(eight_rank_spec());
+  const Case c = properties::build_case(padded_spec());
   RunOptions shared;
   shared.share_identical_losses = true;
   expect_same_results(run_on_fibers(c, {}, shared), run_on_fibers(c, {}, {}));
@@ -135,7 +151,7 @@ TEST(SharedLosses, AStepGivesTheSameBitsSharedOrNot) {
 TEST(SharedLosses, RanksWhoseInputsDifferStillDisagree) {
   // Per-rank padding generators: the ranks' layouts differ, so each computes
   // its own loss and the equal-loss property still sees the difference.
-  Case c = properties::build_case(eight_rank_spec());
+  Case c = properties::build_case(padded_spec());
   StepVariant variant;
   find_mutant("per-rank-rng")->apply(c, variant);
   RunOptions shared;
@@ -191,17 +207,10 @@ TEST(SharedLosses, AGatherMemoBuildsOncePerResult) {
   EXPECT_EQ(builds, 3);
 }
 
-// W = 8, P = 4 (2 replicas), 2 micro-steps, object gather, no hard negatives:
-// every rank's batch and layout come from the gathers' shared results.
+// 2 micro-steps, no hard negatives: every rank's batch and layout come from
+// the gathers' shared results.
 properties::CaseSpec gathered_spec() {
-  properties::CaseSpec spec;
-  spec.world = 8;
-  spec.dp = 4;
-  spec.negatives.assign(2, {{2, 1}, {3}, {1, 1, 1}, {2}});
-  spec.feature_dim = 3;
-  spec.embedding_dim = 4;
-  spec.data_seed = 43;
-  return spec;
+  return eight_rank_spec({.micro_steps = 2, .data_seed = 43});
 }
 
 struct CountedRun {
