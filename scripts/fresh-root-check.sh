@@ -6,7 +6,11 @@
 # few of the suite's tests. A package that the scripts forget to install fails
 # here, even on a machine that happens to have it.
 #
-# Usage: scripts/fresh-root-check.sh [WORK_DIR]      (as root; default build-fresh-root)
+# Usage: scripts/fresh-root-check.sh [--prepare-only] [WORK_DIR]
+#                                      (as root; default WORK_DIR build-fresh-root)
+#   --prepare-only            only make the cached minbase tarball, then stop: scripts/test.sh
+#                             runs this in the background while the suite builds (debootstrap
+#                             waits on the network, the build on the CPU)
 #   INFONCE_FRESH_ROOT_CASES  cases for the main job (default 200)
 #   INFONCE_FRESH_ROOT_TESTS  ctest -R regex for the few tests (default below)
 #   INFONCE_FRESH_ROOT_TORCH  1 (default) installs torch as scripts/test.sh does
@@ -25,6 +29,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source_dir=$PWD
+prepare_only=0
+if [[ ${1:-} == --prepare-only ]]; then
+  prepare_only=1
+  shift
+fi
 work_dir=$(realpath -m "${1:-build-fresh-root}")
 cases=${INFONCE_FRESH_ROOT_CASES:-200}
 tests=${INFONCE_FRESH_ROOT_TESTS:-'^(cli\.version|cli\.CommandLine\..*|loss\.HandCases\..*|casefile\..*|sim\.Mesh\..*|mpi\.conformance_np2|tool\.corpus_replay)$'}
@@ -68,6 +77,10 @@ if [[ ! -f $tarball ]]; then
   [[ -x $staging/usr/bin/apt-get ]] || fail "debootstrap did not produce a root in $staging"
   tar -C "$staging" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
   rm -rf "$staging"
+fi
+if ((prepare_only)); then
+  echo "fresh-root: prepared $tarball"
+  exit 0
 fi
 
 root=$work_dir/root

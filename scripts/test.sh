@@ -11,8 +11,9 @@
 #                  its infonce-sim run (--version, a 100-case campaign) from an empty directory
 #   release-clang  Release build of the libraries and the CLI with clang++-14, with the tests
 #                  and benchmarks off (BUILD_TESTING=OFF, INFONCE_BENCH=OFF)
-# INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all but fresh-root,
-# in this order: fresh-root has not yet passed end to end in CI; INFONCE_CI_STAGES selects it).
+# INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all, in this order).
+# With fresh-root selected, its debootstrap starts in the background before the first stage
+# (it waits on the network while the suite compiles); the fresh-root stage joins it.
 # Warnings are errors in every build (scripts/setup.sh passes -DINFONCE_WERROR=ON).
 # Compiles go through ccache (installed here), one cache for every stage, kept in
 # build-ccache/ unless CCACHE_DIR says otherwise: the fresh root reuses the suite's objects,
@@ -22,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 all_stages="suite fresh-root asan release-gcc consumer deb release-clang"
-default_stages="suite asan release-gcc consumer deb release-clang"
+default_stages="suite fresh-root asan release-gcc consumer deb release-clang"
 stages=${INFONCE_CI_STAGES:-$default_stages}
 for stage in $stages; do
   [[ " $all_stages " == *" $stage "* ]] || {
@@ -97,12 +98,37 @@ stage_release-clang() {
     -DBUILD_TESTING=OFF -DINFONCE_BENCH=OFF
 }
 
+fresh_root_dir=build-fresh-root
+fresh_root_prepare_log=$fresh_root_dir/prepare.log
+fresh_root_prepare_pid=""
+start_fresh_root_prepare() {
+  scripts/setup.sh --packages-only debootstrap
+  mkdir -p "$fresh_root_dir"
+  # Its own process group (setsid), so that a stage failing first stops it too.
+  setsid scripts/fresh-root-check.sh --prepare-only "$fresh_root_dir" >"$fresh_root_prepare_log" 2>&1 &
+  fresh_root_prepare_pid=$!
+  trap 'stop_fresh_root_prepare' EXIT
+}
+stop_fresh_root_prepare() {
+  [[ -z $fresh_root_prepare_pid ]] || kill -- "-$fresh_root_prepare_pid" 2>/dev/null || true
+}
+
 stage_fresh-root() {
+  if [[ -n $fresh_root_prepare_pid ]]; then
+    local prepare_rc=0
+    wait "$fresh_root_prepare_pid" || prepare_rc=$?
+    fresh_root_prepare_pid=""
+    cat "$fresh_root_prepare_log"
+    ((prepare_rc == 0)) ||
+      { echo "test.sh: error: the fresh root's debootstrap failed (exit $prepare_rc)" >&2; exit 1; }
+  fi
   scripts/setup.sh --packages-only debootstrap
   # Without torch there: the few tests it runs are C++ ones, and the suite
   # stage installs torch through the same setup.sh on this machine.
-  INFONCE_FRESH_ROOT_TORCH=${INFONCE_FRESH_ROOT_TORCH:-0} scripts/fresh-root-check.sh build-fresh-root
+  INFONCE_FRESH_ROOT_TORCH=${INFONCE_FRESH_ROOT_TORCH:-0} scripts/fresh-root-check.sh "$fresh_root_dir"
 }
+
+[[ " $stages " != *" fresh-root "* ]] || start_fresh_root_prepare
 
 total_start=$SECONDS
 for stage in $stages; do
