@@ -1,7 +1,10 @@
 // The oracle against the loss/ reference on campaign cases, the worst
 // disagreement per dtype: the fraction of oracle-agrees' tolerance used (on
 // the cases that property judges), and the gradient error over the gradient's
-// scale (|G|, its summands, the oracle's bound on |G|); loss error over |loss|.
+// scale (|G|, its summands, the oracle's bound on |G|); the loss error over the
+// loss's scale (|loss|, and the largest |logit|: a saturated row's loss of 1e-13
+// is computed as a difference of logits of 1e3 and rounds to 0). Each scale is at
+// least the dtype's smallest normal number: a float32 gradient of 1e-81 is 0 there.
 // A measurement, not a test: the property oracle-agrees judges every case.
 // Usage: oracle_agreement_bench [first=0] [count=1000000] [default|typical] [seed=1]
 // (split a long run into index ranges and run them side by side)
@@ -9,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "base/error.hpp"
@@ -23,8 +27,9 @@ struct Worst {
   double used = 0;  // of oracle-agrees' tolerance (properties/oracle_agrees.hpp)
   std::int64_t used_index = -1;
   double grad = 0;  // max |G_ref - G_oracle| / max(max|G_oracle|, max summand, max bound)
-  double loss = 0;  // max |L_ref - L_oracle| / max(|L_oracle|, 1e-300)
+  double loss = 0;  // max |L_ref - L_oracle| / max(|L_oracle|, max |logit|)
   std::int64_t grad_index = -1;
+  std::int64_t loss_index = -1;
 };
 
 double max_abs(const infonce::Matrix<double>& m) {
@@ -82,10 +87,13 @@ int main(int argc, char** argv) {
     }
     // A gradient that is 0 in exact arithmetic (every logit of a row tied)
     // has summands of 1e-21: the oracle's bound on |G| keeps the ratio meaningful.
+    const double smallest_normal = c.scalar == ScalarType::float64
+                                       ? std::numeric_limits<double>::min()
+                                       : double{std::numeric_limits<float>::min()};
     const double scale =
         std::max({max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude),
-                  max_abs(oracle.grad_bound)});
-    const double grad = scale > 0 ? max_abs(reference.grad - oracle.values.grad) / scale : 0;
+                  max_abs(oracle.grad_bound), smallest_normal});
+    const double grad = max_abs(reference.grad - oracle.values.grad) / scale;
     if (grad > w.grad) {
       w.grad = grad;
       w.grad_index = i;
@@ -96,9 +104,18 @@ int main(int argc, char** argv) {
             max_abs(oracle.grad_bound), oracle.max_abs_logit, reference.loss, oracle.values.loss);
       }
     }
-    if (std::isfinite(oracle.values.loss) && oracle.values.loss != 0) {
-      w.loss = std::max(
-          w.loss, std::abs(reference.loss - oracle.values.loss) / std::abs(oracle.values.loss));
+    if (std::isfinite(oracle.values.loss)) {
+      const double loss_scale =
+          std::max({std::abs(oracle.values.loss), oracle.max_abs_logit, smallest_normal});
+      const double loss = std::abs(reference.loss - oracle.values.loss) / loss_scale;
+      if (loss > w.loss) {
+        w.loss = loss;
+        w.loss_index = i;
+        if (std::getenv("ORACLE_BENCH_VERBOSE")) {
+          std::printf("case %lld: loss %.17g vs %.17g\n", static_cast<long long>(i),
+                      reference.loss, oracle.values.loss);
+        }
+      }
     }
   }
   std::printf(
@@ -112,10 +129,11 @@ int main(int argc, char** argv) {
     std::printf(
         "%s: %lld cases, worst %.3e of the tolerance used (case %lld); worst gradient error %.3e "
         "of "
-        "the gradient scale (case %lld), worst loss error %.3e relative\n",
+        "the gradient scale (case %lld), worst loss error %.3e of the loss scale (case %lld)\n",
         names[k], static_cast<long long>(worst[k].cases), worst[k].used,
         static_cast<long long>(worst[k].used_index), worst[k].grad,
-        static_cast<long long>(worst[k].grad_index), worst[k].loss);
+        static_cast<long long>(worst[k].grad_index), worst[k].loss,
+        static_cast<long long>(worst[k].loss_index));
   }
   return oracle_rejected == 0 ? 0 : 1;
 }
