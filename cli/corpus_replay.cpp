@@ -146,13 +146,16 @@ Outcome replay_case_file(const fs::path& path, properties::OracleMode oracle) {
 // --sut: the case through the SUT. A case with `expect` passes when the SUT
 // meets it; any other case when every property of an external step holds,
 // whatever its found record says (the SUT is on trial, not a mutant).
-Outcome replay_on_sut(const fs::path& path, properties::SutStep& sut) {
+Outcome replay_on_sut(const fs::path& path, properties::SutStep& sut,
+                      properties::OracleMode oracle) {
   try {
     const Case c = read_case_file(path);
     if (const auto axis = sut::outside_supports(c, sut.handshake().supports)) {
       return {false, "outside what the SUT supports: " + *axis, true};
     }
-    const properties::CaseVerdict verdict = sut.check(c, 0);
+    properties::PropertyOptions options;
+    options.oracle = oracle;
+    const properties::CaseVerdict verdict = sut.check(c, 0, options);
     if (verdict.discarded) return {false, "the reference rejects the case: " + verdict.discard_reason};
     const bool ran = std::none_of(
         verdict.failures.begin(), verdict.failures.end(),
@@ -238,7 +241,7 @@ int run_corpus_replay(const CommandContext& context) {
   if (sut) context.out << "sut: " << sut->handshake().name << "\n";
   std::int64_t passed = 0, failed = 0, outside = 0;
   for (const fs::path& file : cases) {
-    const Outcome outcome = sut ? replay_on_sut(file, *sut) : replay_case_file(file, oracle);
+    const Outcome outcome = sut ? replay_on_sut(file, *sut, oracle) : replay_case_file(file, oracle);
     (outcome.skipped ? outside : outcome.passed ? passed : failed)++;
     context.out << (outcome.skipped ? "SKIP  " : outcome.passed ? "PASS  " : "FAIL  ")
                 << file.string() << "  " << one_line(outcome.why) << "\n";

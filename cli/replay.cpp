@@ -134,12 +134,14 @@ void print_failures(std::ostream& out, const properties::CaseVerdict& verdict) {
 
 // A case file through the SUT: every property of an external step.
 int replay_file_on_sut(const CommandContext& context, const std::string& path, const Case& c,
-                       properties::SutStep& sut) {
+                       properties::SutStep& sut, properties::OracleMode oracle) {
   if (const auto axis = sut::outside_supports(c, sut.handshake().supports)) {
     throw InputError(path + ": the SUT cannot run this case (" + *axis + ", per its handshake)");
   }
   context.out << "replay: " << path << "\n  sut:      " << sut.handshake().name << "\n";
-  const properties::CaseVerdict verdict = sut.check(c, 0);
+  properties::PropertyOptions options;
+  options.oracle = oracle;
+  const properties::CaseVerdict verdict = sut.check(c, 0, options);
   if (verdict.discarded) {
     throw InputError(path + ": the reference rejects the case: " + verdict.discard_reason);
   }
@@ -167,7 +169,7 @@ int replay_file(const CommandContext& context, const RawOptions& raw) {
   const std::string& path = raw.files.front();
   const Case c = read_case_file(path);
   if (const std::unique_ptr<properties::SutStep> sut = start_replay_sut(raw)) {
-    return replay_file_on_sut(context, path, c, *sut);
+    return replay_file_on_sut(context, path, c, *sut, parse_oracle("replay", raw.oracle));
   }
   const step::Mutant* mutant = nullptr;
   std::string mutant_origin;

@@ -53,14 +53,14 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
     ++result.discarded;
     return;
   }
-  for (const char* p : {kGradientMatches, kEqualLoss, kPaddingSkipsPositive, kNoCrash}) {
-    ++result.property_checks[p];
-  }
+  for (const char* p : {kEqualLoss, kPaddingSkipsPositive, kNoCrash}) ++result.property_checks[p];
+  if (verdict.reference_checked) ++result.property_checks[kGradientMatches];
   if (verdict.schedule_checked) ++result.property_checks[kScheduleIndependent];
   if (verdict.uncompensated_checked) ++result.property_checks[kUncompensatedRatio];
   if (verdict.code_paths_checked) ++result.property_checks[kCodePathsAgree];
   if (verdict.oracle_checked) ++result.property_checks[kOracleAgrees];
-  // A step that threw has no error to show.
+  // A step that threw has no error to show, nor one not judged against the reference.
+  if (!verdict.reference_checked) return;
   if (!has_property(verdict, kNoCrash)) {
     result.error_histogram[scalar_name(spec.scalar)].add(verdict.report.scaled_err);
   }
@@ -104,8 +104,9 @@ Case case_of(const CaseSpec& spec, const CampaignOptions& options) {
 CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std::int32_t job,
                        std::int64_t case_index) {
   const Case c = case_of(spec, options);
-  return options.external ? options.external->check(c, job)
-                          : check_case(c, property_options_of(options, spec, case_index));
+  const PropertyOptions property_options = property_options_of(options, spec, case_index);
+  return options.external ? options.external->check(c, job, property_options)
+                          : check_case(c, property_options);
 }
 
 // --- the self-check

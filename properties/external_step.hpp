@@ -16,7 +16,9 @@ class ExternalStep {
   virtual Case adapt(Case c) const = 0;
   // The verdict of an adapted case on worker `job` (0 <= job < the campaign's
   // jobs). The campaign never runs two cases on one job at the same time.
-  virtual CaseVerdict check(const Case& c, std::int32_t job) = 0;
+  // `options`: the case's, of which an external step uses the oracle's mode
+  // and the case index.
+  virtual CaseVerdict check(const Case& c, std::int32_t job, const PropertyOptions& options) = 0;
 };
 
 }  // namespace infonce::properties

@@ -55,6 +55,15 @@ struct OracleTolerance {
     grad_scale = std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
     rounding = conditioning * max_abs(oracle.grad_bound) + 4 * direction * grad_scale;
   }
+  // The allowance of two independent roundings (the reference's and a step's).
+  OracleTolerance doubled() const {
+    OracleTolerance t = *this;
+    t.loss_atol = 2 * loss_atol;
+    t.rtol = 2 * rtol;
+    t.atol = 2 * atol;
+    t.rounding = 2 * rounding;
+    return t;
+  }
   bool loss_close(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle;
     return std::abs(value - oracle) <= loss_atol + (rtol + loss_atol) * std::abs(oracle);
@@ -76,6 +85,17 @@ struct OracleTolerance {
            format_detail(grad_scale > 0 ? error / grad_scale : error) + ")";
   }
 };
+
+// What a step owes of the oracle's values: a step without the fix owes the
+// gradient / P (property 2), as evaluate_owed divides the reference.
+OracleValues owed_oracle(const Case& c, const OracleValues& oracle) {
+  const double divisor = owed_divisor(c);
+  OracleValues owed = oracle;
+  owed.values.grad /= divisor;
+  owed.values.grad_magnitude /= divisor;
+  owed.grad_bound /= divisor;
+  return owed;
+}
 
 // Empty when the loss/ reference agrees with the oracle, else what differs.
 std::string reference_disagreement(const step::ReferenceValues& reference,
@@ -155,38 +175,67 @@ bool oracle_judges(const Case& c, const OracleValues& oracle) {
   return !mask_near_tie(c, oracle) && !encoding_undetermined(c, oracle);
 }
 
-void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
-                         const step::ReferenceValues& reference, CaseVerdict& verdict) {
+std::optional<OracleValues> judging_oracle(const Case& c, CaseVerdict& verdict) {
   OracleValues oracle;
   try {
     oracle = oracle_values(c);
   } catch (const InputError& e) {
     // An exact tie can mask every logit of a row on one side of the rounding.
-    if (c.loss.mask_fake_negative) {
-      verdict.oracle_checked = false;
-      return;
+    if (!c.loss.mask_fake_negative) {
+      verdict.failures.push_back(
+          {kOracleAgrees,
+           std::string("the reference accepted a case the oracle rejects: ") + e.what()});
     }
-    verdict.failures.push_back(
-        {kOracleAgrees,
-         std::string("the reference accepted a case the oracle rejects: ") + e.what()});
-    return;
+    return std::nullopt;
   }
-  if (!oracle_judges(c, oracle)) {
-    verdict.oracle_checked = false;
-    return;
-  }
+  if (!oracle_judges(c, oracle)) return std::nullopt;
+  return oracle;
+}
+
+void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
+                         const step::ReferenceValues& reference, const OracleValues& oracle,
+                         CaseVerdict& verdict) {
+  verdict.oracle_checked = true;
   const OracleTolerance tolerance(c, oracle);
   std::string detail = reference_disagreement(reference, oracle, tolerance);
   if (detail.empty()) {
     // A step without the fix owes the oracle's gradient / P (property 2).
-    const double divisor = owed_divisor(c);
-    OracleValues owed = oracle;
-    owed.values.grad /= divisor;
-    owed.values.grad_magnitude /= divisor;
-    owed.grad_bound /= divisor;
+    const OracleValues owed = owed_oracle(c, oracle);
     detail = step_disagreement(c, distributed, owed, OracleTolerance(c, owed));
   }
   if (!detail.empty()) verdict.failures.push_back({kOracleAgrees, detail});
+}
+
+void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
+                         const step::ReferenceValues& reference, CaseVerdict& verdict) {
+  const std::size_t failures_before = verdict.failures.size();
+  const std::optional<OracleValues> oracle = judging_oracle(c, verdict);
+  if (oracle) {
+    check_oracle_agrees(c, distributed, reference, *oracle, verdict);
+  } else {
+    // Checked only where the oracle rejected what the reference accepted.
+    verdict.oracle_checked = verdict.failures.size() > failures_before;
+  }
+}
+
+void admit_own_rounding(const Case& c, const OracleValues& oracle, step::CaseReport& report) {
+  const OracleTolerance t(c, owed_oracle(c, oracle));
+  // Twice the allowance: one for the reference's rounding, one for the step's.
+  const OracleTolerance twice = t.doubled();
+  report.loss_matches = true;
+  for (std::size_t w = 0; w < report.losses.size(); ++w) {
+    const double expected = c.loss.use_batch ? report.reference.loss
+                                             : report.reference.shard_losses[static_cast<std::size_t>(
+                                                   c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    report.loss_matches = report.loss_matches && twice.loss_close(report.losses[w], expected);
+  }
+  report.grad_matches = twice.grad_difference(report.grad, report.reference.grad).empty();
+  // The error is shown against the scale this allowance stands for: a
+  // saturated softmax's gradient can be all rounding (0 against 3e-8).
+  report.error_scale = std::max(report.error_scale, t.grad_scale + t.rounding / t.rtol);
+  report.scaled_err = report.max_abs_err / report.error_scale;
+  report.pass = report.losses_equal && report.grads_consistent && report.loss_matches &&
+                report.grad_matches && report.padded_positives == 0;
 }
 
 }  // namespace infonce::properties

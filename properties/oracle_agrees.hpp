@@ -5,6 +5,8 @@
 // functions, so a slip in those cancels out of them; not out of this one.
 #pragma once
 
+#include <optional>
+
 #include "casefile/case.hpp"
 #include "properties/oracle_case.hpp"
 #include "properties/properties.hpp"
@@ -17,6 +19,27 @@ namespace infonce::properties {
 // reference did. `distributed` is the step's run of `c` (under the mutant).
 void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
                          const step::ReferenceValues& reference, CaseVerdict& verdict);
+
+// The oracle's values of `c` where oracle-agrees judges it (oracle_judges);
+// none otherwise. Adds a kOracleAgrees failure where the oracle rejects a case
+// the reference accepted (not under the fake-negative mask, where an exact
+// tie can mask a whole row on one side of the rounding).
+std::optional<OracleValues> judging_oracle(const Case& c, CaseVerdict& verdict);
+
+// check_oracle_agrees with the oracle's values of `c` (judging_oracle).
+void check_oracle_agrees(const Case& c, const step::DistributedResult& distributed,
+                         const step::ReferenceValues& reference, const OracleValues& oracle,
+                         CaseVerdict& verdict);
+
+// A step that rounds in its own order (an external SUT) against the
+// reference in `report` (what evaluate_owed made of it): its losses and
+// gradient within twice the allowance oracle-agrees gives each against the
+// oracle, once for the reference's rounding and once for the step's. The
+// campaign's fixed rtol cannot hold there: a loss near 0 or a softmax near 1
+// is a difference of logits, whose rounding scales with the largest |logit|.
+// Sets report.loss_matches, grad_matches and pass, and error_scale to what the
+// allowance stands for (scaled_err with it).
+void admit_own_rounding(const Case& c, const OracleValues& oracle, step::CaseReport& report);
 
 // The fraction of oracle-agrees' tolerance that the difference between
 // `values` (the loss and gradient of the code under test) and the oracle's

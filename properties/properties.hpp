@@ -69,6 +69,10 @@ struct CaseVerdict {
   bool code_paths_checked = false;
   bool schedule_checked = true;  // false for an external step (no schedule of ours to vary)
   bool oracle_checked = false;
+  // false where an external step's result cannot be judged against the
+  // reference: a mask decision or an embedding's direction within rounding
+  // (properties/sut_step.cpp); gradient-matches-reference is not counted then.
+  bool reference_checked = true;
 };
 
 struct PropertyOptions {

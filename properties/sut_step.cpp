@@ -8,6 +8,7 @@
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
+#include "properties/oracle_agrees.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -110,7 +111,58 @@ Restriction restriction_of(const sut::Supports& s) {
   return r;
 }
 
-CaseVerdict check_external_case(const Case& c, sut::Session& session) {
+namespace {
+
+// The SUT rounds in its own order, not in the reference's: where the
+// campaign's fixed tolerance rejects its result, it is judged within the
+// rounding the oracle bounds for each of them (admit_own_rounding), and not at
+// all where the oracle does not judge the case (a mask decision or an
+// embedding's direction within rounding: both results are right for their
+// precision). The oracle's values are computed only where needed.
+void judge_against_reference(const Case& c, const step::DistributedResult& distributed,
+                             const step::ReferenceValues& reference,
+                             const PropertyOptions& options, CaseVerdict& verdict) {
+  const bool strict_match = verdict.report.loss_matches && verdict.report.grad_matches;
+  const bool oracle_on = oracle_applies(c, options.oracle, options.case_index);
+  if (strict_match && !oracle_on) return;
+  const std::size_t failures_before = verdict.failures.size();
+  const std::optional<OracleValues> oracle = judging_oracle(c, verdict);
+  if (!strict_match) {
+    if (oracle) {
+      admit_own_rounding(c, *oracle, verdict.report);
+    } else {
+      verdict.reference_checked = false;
+    }
+  }
+  if (!oracle_on) return;
+  if (oracle) {
+    check_oracle_agrees(c, distributed, reference, *oracle, verdict);
+  } else {
+    verdict.oracle_checked = verdict.failures.size() > failures_before;
+  }
+}
+
+// Property 2 on the SUT: its run with compensate false against its own
+// compensated gradient / P, so that only the ratio is judged.
+void check_sut_uncompensated(const Case& judged, sut::Session& session,
+                             const step::ReferenceValues& reference, CaseVerdict& verdict) {
+  verdict.uncompensated_checked = true;
+  Case uncompensated = judged;
+  uncompensated.compensate = false;
+  const sut::StepOutcome before_fix = session.run(uncompensated);
+  if (!before_fix.result) {
+    verdict.failures.push_back({kNoCrash, "with compensate false: " + before_fix.failure});
+    return;
+  }
+  step::ReferenceValues own = reference;
+  own.grad = verdict.report.grad;
+  check_uncompensated_gradient(judged, before_fix.result->grad, own, verdict);
+}
+
+}  // namespace
+
+CaseVerdict check_external_case(const Case& c, sut::Session& session,
+                                const PropertyOptions& options) {
   CaseVerdict verdict;
   verdict.schedule_checked = false;
   std::optional<step::ReferenceValues> found = reference_or_discard(c, verdict);
@@ -134,21 +186,14 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session) {
       return verdict;
     }
   }
-  verdict.report =
-      evaluate_owed(judged, distributed_result(result, judged, reference), reference, verdict);
+  const step::DistributedResult distributed = distributed_result(result, judged, reference);
+  verdict.report = evaluate_owed(judged, distributed, reference, verdict);
+  judge_against_reference(judged, distributed, reference, options, verdict);
   check_reported_step(verdict.report, verdict);
   const sut::Supports& supports = session.handshake().supports;
   if (c.compensate && supports.compensate_false && c.loss.use_batch &&
       c.reduction == Reduction::mean && c.mesh.dp >= 2) {
-    verdict.uncompensated_checked = true;
-    Case uncompensated = judged;
-    uncompensated.compensate = false;
-    const sut::StepOutcome before_fix = session.run(uncompensated);
-    if (!before_fix.result) {
-      verdict.failures.push_back({kNoCrash, "with compensate false: " + before_fix.failure});
-    } else {
-      check_uncompensated_gradient(judged, before_fix.result->grad, reference, verdict);
-    }
+    check_sut_uncompensated(judged, session, reference, verdict);
   }
   return verdict;
 }
@@ -188,9 +233,9 @@ Case SutStep::adapt(Case c) const {
   return c;
 }
 
-CaseVerdict SutStep::check(const Case& c, std::int32_t job) {
+CaseVerdict SutStep::check(const Case& c, std::int32_t job, const PropertyOptions& options) {
   INFONCE_ASSERT(job >= 0 && job < static_cast<std::int32_t>(sessions_.size()));
-  return check_external_case(c, *sessions_[static_cast<std::size_t>(job)]);
+  return check_external_case(c, *sessions_[static_cast<std::size_t>(job)], options);
 }
 
 }  // namespace infonce::properties

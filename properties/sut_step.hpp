@@ -22,8 +22,10 @@ namespace infonce::properties {
 // SUT cannot run what every generated case needs (synced generators).
 Restriction restriction_of(const sut::Supports& supports);
 
-// One case on one SUT session; the case is already adapted.
-CaseVerdict check_external_case(const Case& c, sut::Session& session);
+// One case on one SUT session; the case is already adapted. `options`:
+// where oracle-agrees runs (its mode and the case's index).
+CaseVerdict check_external_case(const Case& c, sut::Session& session,
+                                const PropertyOptions& options);
 
 class SutStep final : public ExternalStep {
  public:
@@ -35,7 +37,7 @@ class SutStep final : public ExternalStep {
   const Restriction& restriction() const { return restriction_; }
 
   Case adapt(Case c) const override;
-  CaseVerdict check(const Case& c, std::int32_t job) override;
+  CaseVerdict check(const Case& c, std::int32_t job, const PropertyOptions& options) override;
 
  private:
   std::vector<std::unique_ptr<sut::Session>> sessions_;
