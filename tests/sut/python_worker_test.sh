@@ -40,16 +40,22 @@ run 0 conformance --sut "$worker --adapter conformance" --cases $((cases * 10))
 contains conformance.out "PASSED"
 
 # A deterministic SUT, the same seed: the same report bytes with one torch
-# worker and with two (the reports carry no time).
-for jobs in 1 2; do
-  timeout 600 "$sim" check --no-corpus --jobs "$jobs" --sut "$worker --adapter ms-swift --swift-root $swift --swift-file embedding.py" \
-    --restrict min_dim=2 --cases "$cases" --report "jobs$jobs.json" --report "jobs$jobs.xml" \
-    --report "jobs$jobs.svg" >"jobs$jobs.out" 2>"jobs$jobs.err"
-  [ $? = 1 ] || fail "before the fix, --jobs $jobs: expected exit 1: $(tail -c 1500 "jobs$jobs.err" "jobs$jobs.out")"
-done
-for kind in out json xml svg; do
-  cmp -s "jobs1.$kind" "jobs2.$kind" || fail "--jobs 1 and --jobs 2 differ in jobs.$kind"
-done
+# worker and with two (the reports carry no time), on a passing campaign of
+# 1,000 cases and on a failure shrunk through the SUT.
+same_bytes() {  # same_bytes NAME CODE CASES FILE
+  local name=$1 code=$2 n=$3 file=$4 jobs
+  for jobs in 1 2; do
+    timeout 600 "$sim" check --no-corpus --jobs "$jobs" --sut "$swift_worker $file" \
+      --restrict min_dim=2 --cases "$n" --report "$name$jobs.json" --report "$name$jobs.xml" \
+      --report "$name$jobs.svg" >"$name$jobs.out" 2>"$name$jobs.err"
+    [ $? = "$code" ] || fail "$name, --jobs $jobs: expected exit $code: $(tail -c 1500 "$name$jobs.err" "$name$jobs.out")"
+  done
+  for kind in out json xml svg; do
+    cmp -s "${name}1.$kind" "${name}2.$kind" || fail "$name: --jobs 1 and --jobs 2 differ in .$kind"
+  done
+}
+same_bytes bytes_pass 0 1000 embedding_fixed_padding.py
+same_bytes bytes_fail 1 "$cases" embedding.py
 
 run 1 before_fix --sut "$swift_worker embedding.py" --restrict hard_negatives=false --restrict min_dim=2 --cases "$cases"
 contains before_fix.out "gradient-matches-reference"
