@@ -3,7 +3,7 @@
 # point 6): the torch worker on the in-process runtime, the same worker under real DDP
 # (gloo, one process per rank), and infonce-sim's own C++ step.
 #
-#   bench/sut_throughput.sh [BUILD_DIR] [CASES] [SEED] [JOBS]   (defaults: build 400 1 2)
+#   bench/sut_throughput.sh [BUILD_DIR] [CASES] [SEED] [JOBS] [LONG]   (defaults: build 400 1 2 4000)
 #
 # Cases: `infonce-sim export --limits typical` (the typical distribution, seed SEED). When
 # the build has `check --sut`, each torch mode is timed as `infonce-sim check --sut CMD` on
@@ -18,6 +18,7 @@ build=${1:-build}
 cases=${2:-400}
 seed=${3:-1}
 jobs=${4:-2}
+long_cases=${5:-$((cases * 10))}
 root=$(cd "$(dirname "$0")/.." && pwd)
 sim=${INFONCE_SIM:-$build/infonce-sim}  # INFONCE_SIM: another build (e.g. with check --sut)
 python=${INFONCE_TORCH_PYTHON:-/usr/bin/python3}
@@ -39,9 +40,12 @@ timed() {  # $1 = command; prints "seconds cpu_seconds" (the command and its chi
 
 if [ "${INFONCE_BENCH_DRIVER:-}" != client ] && "$sim" check --help 2>&1 | grep -q -- '--sut'; then
   driver="infonce-sim check --sut (generation, reference, oracle, properties included)"
-  run_sut() {  # $1 = worker command; prints "cases seconds cpu_seconds"
-    echo "$cases $(timed "$sim check --sut '$1' --seed $seed --cases $cases --limits typical \
+  run_sut() {  # $1 = worker command [$2 = cases]; prints "cases seconds cpu_seconds"
+    n=${2:-$cases}
+    echo "$n $(timed "$sim check --sut '$1' --seed $seed --cases $n --limits typical \
       --jobs $jobs --no-corpus >$work/out.txt 2>&1")"
+    # A failing campaign would time its shrinking: the run is void.
+    grep -q '^PASSED' "$work/out.txt" || { tail -5 "$work/out.txt" >&2; touch "$work/failed"; }
   }
 else
   driver="bench/sut_client.py over infonce-sut/1 (steps only, after a warm-up case per world size)"
@@ -53,11 +57,16 @@ fi
 
 set -- $(run_sut "$worker --runtime inprocess")
 inproc_n=$1 inproc_s=$2 inproc_cpu=$3
+if [ "$driver" != "${driver#infonce-sim}" ]; then
+  set -- $(run_sut "$worker --runtime inprocess" "$long_cases")
+  long_n=$1 long_s=$2 long_cpu=$3
+fi
 set -- $(run_sut "$worker --runtime ddp --max-pools 8")
 ddp_n=$1 ddp_s=$2 ddp_cpu=$3
 set -- $(timed "$sim check --seed $seed --cases $cases --limits typical --jobs $jobs --no-corpus >/dev/null 2>&1")
 cpp_s=$1 cpp_cpu=$2
 
+[ ! -e "$work/failed" ] || { echo "sut_throughput: a campaign did not pass (above)" >&2; exit 1; }
 ddp_per_cpu=$(rate "$ddp_n" "$ddp_cpu")
 row() {  # name cases seconds cpu
   per_cpu=$(rate "$2" "$4")
@@ -70,6 +79,7 @@ echo "# cases/CPU-s: cases per CPU second of every process of the mode (DDP: all
 echo "| step | cases | wall s | cases/s | CPU s | cases/CPU-s | vs real DDP (CPU) |"
 echo "|---|---|---|---|---|---|---|"
 row "torch, in-process runtime" "$inproc_n" "$inproc_s" "$inproc_cpu"
+[ -z "${long_n:-}" ] || row "torch, in-process runtime, $long_n cases" "$long_n" "$long_s" "$long_cpu"
 row "torch, real DDP (gloo)" "$ddp_n" "$ddp_s" "$ddp_cpu"
 row "infonce-sim C++ step (check)" "$cases" "$cpp_s" "$cpp_cpu"
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
