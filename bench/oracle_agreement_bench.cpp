@@ -22,14 +22,24 @@
 
 namespace {
 
+// The largest value seen and the case it came from.
+struct Maximum {
+  double value = 0;
+  std::int64_t index = -1;
+  // Whether `candidate` (of case `i`) is the new maximum.
+  bool raise(double candidate, std::int64_t i) {
+    if (!(candidate > value)) return false;
+    value = candidate;
+    index = i;
+    return true;
+  }
+};
+
 struct Worst {
   std::int64_t cases = 0;
-  double used = 0;  // of oracle-agrees' tolerance (properties/oracle_agrees.hpp)
-  std::int64_t used_index = -1;
-  double grad = 0;  // max |G_ref - G_oracle| / max(max|G_oracle|, max summand, max bound)
-  double loss = 0;  // max |L_ref - L_oracle| / max(|L_oracle|, max |logit|)
-  std::int64_t grad_index = -1;
-  std::int64_t loss_index = -1;
+  Maximum used;  // of oracle-agrees' tolerance (properties/oracle_agrees.hpp)
+  Maximum grad;  // |G_ref - G_oracle| / max(max|G_oracle|, max summand, max bound)
+  Maximum loss;  // |L_ref - L_oracle| / max(|L_oracle|, max |logit|)
 };
 
 double max_abs(const infonce::Matrix<double>& m) {
@@ -47,6 +57,7 @@ int main(int argc, char** argv) {
   const properties::GeneratorLimits limits =
       limits_name == "typical" ? properties::typical_limits() : properties::default_limits();
   Worst worst[2];  // float64, float32
+  const bool verbose = std::getenv("ORACLE_BENCH_VERBOSE") != nullptr;
   std::int64_t discarded = 0, oracle_rejected = 0, not_judged = 0;
   for (std::int64_t i = first; i < first + count; ++i) {
     const Case c = properties::build_case(properties::generate_spec(seed, i, limits));
@@ -80,11 +91,7 @@ int main(int argc, char** argv) {
     }
     Worst& w = worst[c.scalar == ScalarType::float64 ? 0 : 1];
     ++w.cases;
-    const double used = properties::tolerance_used(c, reference, oracle);
-    if (used > w.used) {
-      w.used = used;
-      w.used_index = i;
-    }
+    w.used.raise(properties::tolerance_used(c, reference, oracle), i);
     // A gradient that is 0 in exact arithmetic (every logit of a row tied)
     // has summands of 1e-21: the oracle's bound on |G| keeps the ratio meaningful.
     const double smallest_normal = c.scalar == ScalarType::float64
@@ -93,28 +100,18 @@ int main(int argc, char** argv) {
     const double scale =
         std::max({max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude),
                   max_abs(oracle.grad_bound), smallest_normal});
-    const double grad = max_abs(reference.grad - oracle.values.grad) / scale;
-    if (grad > w.grad) {
-      w.grad = grad;
-      w.grad_index = i;
-      if (std::getenv("ORACLE_BENCH_VERBOSE")) {
-        std::printf(
-            "case %lld: grad err %.3e scale %.3e bound %.3e max|z| %.3e loss %.17g vs %.17g\n",
-            static_cast<long long>(i), max_abs(reference.grad - oracle.values.grad), scale,
-            max_abs(oracle.grad_bound), oracle.max_abs_logit, reference.loss, oracle.values.loss);
-      }
+    if (w.grad.raise(max_abs(reference.grad - oracle.values.grad) / scale, i) && verbose) {
+      std::printf(
+          "case %lld: grad err %.3e scale %.3e bound %.3e max|z| %.3e loss %.17g vs %.17g\n",
+          static_cast<long long>(i), max_abs(reference.grad - oracle.values.grad), scale,
+          max_abs(oracle.grad_bound), oracle.max_abs_logit, reference.loss, oracle.values.loss);
     }
     if (std::isfinite(oracle.values.loss)) {
       const double loss_scale =
           std::max({std::abs(oracle.values.loss), oracle.max_abs_logit, smallest_normal});
-      const double loss = std::abs(reference.loss - oracle.values.loss) / loss_scale;
-      if (loss > w.loss) {
-        w.loss = loss;
-        w.loss_index = i;
-        if (std::getenv("ORACLE_BENCH_VERBOSE")) {
-          std::printf("case %lld: loss %.17g vs %.17g\n", static_cast<long long>(i),
-                      reference.loss, oracle.values.loss);
-        }
+      if (w.loss.raise(std::abs(reference.loss - oracle.values.loss) / loss_scale, i) && verbose) {
+        std::printf("case %lld: loss %.17g vs %.17g\n", static_cast<long long>(i), reference.loss,
+                    oracle.values.loss);
       }
     }
   }
@@ -130,10 +127,10 @@ int main(int argc, char** argv) {
         "%s: %lld cases, worst %.3e of the tolerance used (case %lld); worst gradient error %.3e "
         "of "
         "the gradient scale (case %lld), worst loss error %.3e of the loss scale (case %lld)\n",
-        names[k], static_cast<long long>(worst[k].cases), worst[k].used,
-        static_cast<long long>(worst[k].used_index), worst[k].grad,
-        static_cast<long long>(worst[k].grad_index), worst[k].loss,
-        static_cast<long long>(worst[k].loss_index));
+        names[k], static_cast<long long>(worst[k].cases), worst[k].used.value,
+        static_cast<long long>(worst[k].used.index), worst[k].grad.value,
+        static_cast<long long>(worst[k].grad.index), worst[k].loss.value,
+        static_cast<long long>(worst[k].loss.index));
   }
   return oracle_rejected == 0 ? 0 : 1;
 }
