@@ -3,7 +3,9 @@
 // that reproduces its evidence, then the named configurations of real
 // projects (step/field_configurations.*) on their points. Optionally the same
 // as JSON (stable key order) and the matrix as an SVG (docs/strategies.svg).
-// Pure: no case is run, so the output is a function of P and W alone.
+// The predictions are a function of P and W alone; each wrong encoder cell
+// also gets a shrunk case of the strategy campaign at its point (seed 1, its
+// own P and W), which --cases-dir writes as a case file for `replay`.
 #include <unistd.h>
 #include <cstdio>
 #include <filesystem>
@@ -12,9 +14,12 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "casefile/case_json.hpp"
 #include "cli/command.hpp"
 #include "cli/output.hpp"
 #include "cli/tool_options.hpp"
+#include "properties/case_spec.hpp"
+#include "properties/strategy_campaign.hpp"
 #include "properties/svg_canvas.hpp"
 #include "step/field_configurations.hpp"
 #include "step/strategy.hpp"
@@ -38,54 +43,103 @@ constexpr ParameterGroup kGroups[] = {ParameterGroup::encoders, ParameterGroup::
 // not depend on P beyond that.
 constexpr std::string_view kPredictionCheck =
     "build/tests/test_step --gtest_filter='StrategyPredictions.*'";
-constexpr std::string_view kNotInRankProgram =
-    "predicted, and checked by brute force; the rank program runs only the seed's strategy point "
-    "(detached-own-live/global) today";
 constexpr std::string_view kNoDirectInRankProgram =
     "predicted, and checked by brute force; the rank program has no parameter that enters the "
     "loss directly yet";
+// The witnesses' campaign: seed 1, the default distribution.
+constexpr std::uint64_t kWitnessSeed = 1;
+constexpr std::int64_t kCampaignCases = 1000;
 
-// A cell the rank program runs today: the seed's gather and scope, for the
-// encoders, through `check` (the fixed program) or a registered mutant.
-struct RankProgramRun {
+// A point whose wrong program is also a registered mutant of the main
+// campaign, which shrinks its failure through every property.
+struct MutantRun {
   Strategy strategy;
-  std::string_view mutant;  // "" = the fixed program
+  std::string_view mutant;
   std::string_view note;
 };
 
 constexpr auto kOwnLive = step::GatherKind::detached_own_live;
 constexpr auto kGlobal = step::LossScope::global;
-const RankProgramRun kRankProgramRuns[] = {
-    {{kOwnLive, kGlobal, step::BackwardScale::dp_shards, Reduction::mean},
-     "",
-     "the seed's fixed program: the campaign passes"},
-    {{kOwnLive, kGlobal, step::BackwardScale::none, Reduction::sum},
-     "",
-     "the fixed program does not scale under a summing reducer: the campaign passes (its "
-     "sum-reduction cases are this point)"},
+const MutantRun kMutantRuns[] = {
     {{kOwnLive, kGlobal, step::BackwardScale::none, Reduction::mean},
      "no-compensation",
-     "the trainer before the fix: fails on a mean-reduction case with P > 1, shrunk"},
+     "the trainer before the fix"},
     {{kOwnLive, kGlobal, step::BackwardScale::world_size, Reduction::mean},
      "scale-by-world",
-     "fails on a mean-reduction case with W != P, shrunk"},
+     "fails on a mean-reduction case with W != P"},
     {{kOwnLive, kGlobal, step::BackwardScale::dp_shards, Reduction::sum},
      "compensate-under-sum",
-     "fails on a sum-reduction case with P > 1, shrunk"},
+     "fails on a sum-reduction case with P > 1"},
 };
 
-const RankProgramRun* rank_program_run(const Strategy& strategy, ParameterGroup group) {
-  if (group != ParameterGroup::encoders) return nullptr;
-  for (const RankProgramRun& run : kRankProgramRuns) {
+const MutantRun* mutant_run(const Strategy& strategy) {
+  for (const MutantRun& run : kMutantRuns) {
     if (run.strategy == strategy) return &run;
   }
   return nullptr;
 }
 
-std::string check_command(std::string_view mutant) {
-  std::string command = "infonce-sim check --cases 1000 --no-corpus";
-  if (!mutant.empty()) command += " --mutant " + std::string(mutant);
-  return command;
+// "autograd/local/scale-P/mean" -> "autograd-local-scale-P-mean.json"
+std::string witness_file_name(const Strategy& strategy) {
+  std::string name = name_of(strategy);
+  std::replace(name.begin(), name.end(), '/', '-');
+  return name + ".json";
+}
+
+// Each wrong point's shrunk case (in all_strategies() order), and where
+// its case file was written (--cases-dir), if it was.
+struct Witnesses {
+  std::vector<std::optional<properties::StrategyWitness>> found;
+  std::optional<fs::path> dir;
+};
+
+// The verdict of a cell's shrunk case: the cell's own where the matrix
+// calls it wrong, no single ratio where it is correct with equal batches
+// only (the case then has unequal ones); none for a plainly correct cell.
+std::optional<step::Verdict> witness_verdict(const Strategy& strategy,
+                                             const step::StepShape& shape) {
+  const Prediction p = step::predict(strategy, ParameterGroup::encoders, shape);
+  if (p.verdict != step::Verdict::correct) return p.verdict;
+  if (p.depends_on_equal_batches) return step::Verdict::no_single_ratio;
+  return std::nullopt;
+}
+
+Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::path>& dir) {
+  Witnesses w;
+  w.dir = dir;
+  if (dir) fs::create_directories(*dir);  // checked writable by parse_options
+  for (const Strategy& strategy : step::all_strategies()) {
+    const std::optional<step::Verdict> verdict = witness_verdict(strategy, shape);
+    if (!verdict) {
+      w.found.emplace_back();
+      continue;
+    }
+    properties::StrategyWitnessOptions options;
+    options.verdict = verdict;
+    options.point = strategy;
+    options.seed = kWitnessSeed;
+    w.found.push_back(properties::find_strategy_witness(options));
+    if (dir && w.found.back()) {
+      write_case_file(w.found.back()->shrunk_case, *dir / witness_file_name(strategy));
+    }
+  }
+  return w;
+}
+
+const properties::StrategyWitness* witness_of(const Witnesses& w, const Strategy& strategy) {
+  const auto& found = w.found[properties::strategy_index(strategy)];
+  return found ? &*found : nullptr;
+}
+
+std::string check_command(const Strategy& strategy) {
+  return "infonce-sim check --strategies " + name_of(strategy) + " --seed " +
+         std::to_string(kWitnessSeed) + " --cases " + std::to_string(kCampaignCases);
+}
+
+std::string witness_text(const properties::StrategyWitness& w) {
+  return "shrunk: " + properties::describe(w.shrunk) + " (case " + std::to_string(w.index) +
+         ", " + std::to_string(w.shrink_steps) + " shrink steps): predicted " +
+         describe(w.result.prediction) + ", observed " + w.result.detail;
 }
 
 struct Cell {
@@ -94,22 +148,27 @@ struct Cell {
   std::string reproduce;
   std::string note;
   bool in_rank_program = false;
+  const properties::StrategyWitness* witness = nullptr;
 };
 
-Cell cell_of(const Strategy& strategy, ParameterGroup group, const step::StepShape& shape) {
+Cell cell_of(const Strategy& strategy, ParameterGroup group, const step::StepShape& shape,
+             const Witnesses& witnesses) {
   Cell cell;
   cell.prediction = step::predict(strategy, group, shape);
   step::StepShape unequal = shape;
   unequal.equal_batches = shape.dp == 1;  // one shard cannot differ from itself
   cell.unequal = step::predict(strategy, group, unequal);
-  if (const RankProgramRun* run = rank_program_run(strategy, group)) {
-    cell.reproduce = check_command(run->mutant);
-    cell.note = std::string(run->note) + "; the campaign draws its own P, W and reduction";
-    cell.in_rank_program = true;
-  } else {
+  if (group == ParameterGroup::direct) {
     cell.reproduce = kPredictionCheck;
-    cell.note = group == ParameterGroup::direct ? kNoDirectInRankProgram : kNotInRankProgram;
+    cell.note = kNoDirectInRankProgram;
+    return cell;
   }
+  cell.reproduce = check_command(strategy);
+  cell.in_rank_program = true;
+  cell.witness = witness_of(witnesses, strategy);
+  cell.note = "the rank program at this point: every case as predicted for its own P, W, and "
+              "correct with a gather";
+  if (cell.witness) cell.note = witness_text(*cell.witness);
   return cell;
 }
 
@@ -131,6 +190,7 @@ struct Options {
   step::StepShape shape;
   std::optional<fs::path> json;
   std::optional<fs::path> svg;
+  std::optional<fs::path> cases_dir;
 };
 
 // Checked before any work: the file's directory exists and is writable.
@@ -168,6 +228,10 @@ Options parse_options(const po::variables_map& values) {
   }
   if (values.count("json")) options.json = output_path("--json", text("json"));
   if (values.count("svg")) options.svg = output_path("--svg", text("svg"));
+  if (values.count("cases-dir")) {
+    check_writable_dir(kCommand, "--cases-dir", text("cases-dir"));
+    options.cases_dir = fs::path(text("cases-dir"));
+  }
   return options;
 }
 
@@ -191,18 +255,26 @@ void print_matrix(std::ostream& out, const step::StepShape& shape) {
   }
 }
 
-void print_reproduce(std::ostream& out, const step::StepShape& shape) {
+void print_reproduce(std::ostream& out, const step::StepShape& shape, const Witnesses& witnesses) {
   out << "\nreproduce:\n"
       << "  every cell's prediction, by brute force: " << kPredictionCheck << '\n'
-      << "  through the rank program (the encoders; the campaign draws its own P, W and "
-         "reduction):\n";
-  for (const RankProgramRun& run : kRankProgramRuns) {
-    const Cell cell = cell_of(run.strategy, ParameterGroup::encoders, shape);
-    out << "    " << name_of(run.strategy) << ": " << cell.reproduce << "\n      " << run.note
+      << "  the encoders, through the rank program at each point (the strategy campaign draws "
+         "its own P, W; each wrong point's first visibly wrong case, shrunk):\n";
+  for (const Strategy& strategy : step::all_strategies()) {
+    const Cell cell = cell_of(strategy, ParameterGroup::encoders, shape, witnesses);
+    out << "    " << name_of(strategy) << ": " << cell.reproduce << "\n      " << cell.note
         << '\n';
+    if (cell.witness && witnesses.dir) {
+      out << "      replay: infonce-sim replay "
+          << (*witnesses.dir / witness_file_name(strategy)).string() << '\n';
+    }
+    if (const MutantRun* run = mutant_run(strategy)) {
+      out << "      also: infonce-sim check --cases 1000 --no-corpus --mutant " << run->mutant
+          << " (" << run->note << ": the main campaign fails, shrunk)\n";
+    }
   }
-  out << "  every other cell: " << kNotInRankProgram << "; direct parameters: not in the rank "
-      << "program yet\n";
+  if (!witnesses.dir) out << "  (--cases-dir DIR writes each shrunk case for `infonce-sim replay`)\n";
+  out << "  direct parameters: " << kNoDirectInRankProgram << '\n';
 }
 
 std::string direct_text(const step::FieldConfiguration& c, const step::StepShape& shape) {
@@ -236,16 +308,29 @@ OutputJson prediction_json(const Prediction& p) {
   return out;
 }
 
+OutputJson witness_json(const properties::StrategyWitness& w) {
+  OutputJson out;
+  out["seed"] = kWitnessSeed;
+  out["case_index"] = w.index;
+  out["shrink_steps"] = w.shrink_steps;
+  out["original"] = properties::describe(w.original);
+  out["shrunk"] = properties::describe(w.shrunk);
+  out["predicted"] = describe(w.result.prediction);
+  out["observed"] = w.result.detail;
+  return out;
+}
+
 OutputJson cell_json(const Cell& cell) {
   OutputJson out = prediction_json(cell.prediction);
   out["with_unequal_batches"] = describe(cell.unequal);
   out["in_rank_program"] = cell.in_rank_program;
   out["reproduce"] = cell.reproduce;
   out["note"] = cell.note;
+  out["witness"] = cell.witness ? witness_json(*cell.witness) : OutputJson();
   return out;
 }
 
-OutputJson matrix_document(const step::StepShape& shape) {
+OutputJson matrix_document(const step::StepShape& shape, const Witnesses& witnesses) {
   OutputJson doc;
   doc["command"] = "strategies";
   doc["dp"] = shape.dp;
@@ -260,7 +345,8 @@ OutputJson matrix_document(const step::StepShape& shape) {
     point["scale"] = name_of(strategy.scale);
     point["reduction"] = name_of(strategy.reduction);
     for (const ParameterGroup group : kGroups) {
-      point["cells"][std::string(name_of(group))] = cell_json(cell_of(strategy, group, shape));
+      point["cells"][std::string(name_of(group))] =
+          cell_json(cell_of(strategy, group, shape, witnesses));
     }
     points.push_back(point);
   }
@@ -325,8 +411,8 @@ void draw_legend(properties::SvgCanvas& svg, double y) {
   }
   svg.rect(kMargin, y, 14, 14, "#ffffff", R"(stroke="#1b1b1b" stroke-width="2")");
   svg.text(kMargin + 22, y + 12,
-           "runs through the rank program today (infonce-sim check [--mutant NAME]); every other "
-           "cell is predicted",
+           "runs through the rank program (infonce-sim check --strategies POINT); the direct "
+           "parameters are predicted",
            12);
   svg.text(kMargin, y + 38,
            "[equal batches]: holds only when every shard has the same number of queries.", 11);
@@ -334,7 +420,7 @@ void draw_legend(properties::SvgCanvas& svg, double y) {
            "Every prediction is checked by brute force (tests/step/strategy_test.cpp).", 11);
 }
 
-std::string matrix_svg(const step::StepShape& shape) {
+std::string matrix_svg(const step::StepShape& shape, const Witnesses& witnesses) {
   properties::SvgCanvas svg(kSvgWidth, kFont);
   svg.text(kMargin, 28, "Gather strategies: predicted step gradient / full-batch gradient", 16,
            R"(font-weight="bold")");
@@ -354,7 +440,7 @@ std::string matrix_svg(const step::StepShape& shape) {
              R"(font-family="DejaVu Sans Mono, Menlo, Consolas, monospace")");
     double x = x_cells;
     for (const ParameterGroup group : kGroups) {
-      draw_cell(svg, x, y, cell_of(strategy, group, shape));
+      draw_cell(svg, x, y, cell_of(strategy, group, shape, witnesses));
       x += kCellWidth;
     }
     y += kRowHeight;
@@ -374,22 +460,26 @@ int run_strategies(const CommandContext& context) {
       "world", po::value<std::string>()->value_name("W"),
       "world ranks, a multiple of P (default 2 x P)")(
       "json", po::value<std::string>()->value_name("FILE"), "also write the matrix as JSON")(
-      "svg", po::value<std::string>()->value_name("FILE"), "also write the matrix as an SVG");
+      "svg", po::value<std::string>()->value_name("FILE"), "also write the matrix as an SVG")(
+      "cases-dir", po::value<std::string>()->value_name("DIR"),
+      "write each wrong point's shrunk case to DIR (for infonce-sim replay)");
   const auto values = parse_command_options(context, description);
   if (!values) return kExitOk;
   const Options options = parse_options(*values);
+  const Witnesses witnesses = find_witnesses(options.shape, options.cases_dir);
   print_matrix(context.out, options.shape);
-  print_reproduce(context.out, options.shape);
+  print_reproduce(context.out, options.shape, witnesses);
   print_field(context.out, options.shape);
   if (options.json) {
-    write_text_file_atomically(*options.json, matrix_document(options.shape).dump(2) + "\n");
+    write_text_file_atomically(*options.json,
+                               matrix_document(options.shape, witnesses).dump(2) + "\n");
   }
-  if (options.svg) write_text_file_atomically(*options.svg, matrix_svg(options.shape));
+  if (options.svg) write_text_file_atomically(*options.svg, matrix_svg(options.shape, witnesses));
   return kExitOk;
 }
 
 const RegisterCommand kStrategies{
-    {"strategies", "[--dp P] [--world W] [--json FILE] [--svg FILE]",
+    {"strategies", "[--dp P] [--world W] [--json FILE] [--svg FILE] [--cases-dir DIR]",
      "the strategy matrix (strategy point x parameter group) and real projects' configurations",
      run_strategies}};
 

@@ -90,21 +90,36 @@ step::StepShape step_shape(const Case& c) {
   return shape;
 }
 
-Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
-                   const std::optional<step::Strategy>& only, CaseSpec* spec_out) {
-  CaseSpec spec = generate_spec(seed, index, limits);
-  const std::uint64_t draw = derive_seed(seed ^ 0x57a7e9eULL, static_cast<std::uint64_t>(index));
+namespace {
+
+// The point case (seed, index) runs at, and whether its DP shards' group
+// sizes are made equal: a function of (seed, index) only.
+struct StrategyDraw {
   step::Strategy strategy;
+  bool equal_shards = false;
+};
+
+StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
+                           const std::optional<step::Strategy>& only) {
+  const std::uint64_t draw = derive_seed(seed ^ 0x57a7e9eULL, static_cast<std::uint64_t>(index));
+  StrategyDraw out;
   if (only) {
-    strategy = *only;
+    out.strategy = *only;
   } else {
     const auto all = step::all_strategies();
-    strategy = all[draw % all.size()];
+    out.strategy = all[draw % all.size()];
   }
   // A local loss's verdicts hold with equal batches only, which the
   // generator rarely makes: every other local case gets every DP shard the
   // group sizes of the first shard with a group (per micro-step).
-  if (strategy.scope == step::LossScope::local && (draw / 64) % 2 == 1) {
+  out.equal_shards = out.strategy.scope == step::LossScope::local && (draw / 64) % 2 == 1;
+  return out;
+}
+
+// `spec` as the strategy campaign runs it at `draw` (its negatives made
+// equal across shards where the draw says so).
+Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
+  if (draw.equal_shards) {
     for (auto& micro : spec.negatives) {
       // The first DP shard with a group (a micro-step has one: the generator
       // never leaves every shard empty).
@@ -115,12 +130,21 @@ Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits
       for (auto& shard : micro) shard = sizes;
     }
   }
-  if (spec_out != nullptr) *spec_out = spec;
   Case c = build_case(spec);
-  c.reduction = strategy.reduction;
+  c.reduction = draw.strategy.reduction;
   c.compensate = true;  // the strategy's scale decides; the key requires it
-  c.strategy = strategy;
+  c.strategy = draw.strategy;
   validate_case(c);
+  return c;
+}
+
+}  // namespace
+
+Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
+                   const std::optional<step::Strategy>& only, CaseSpec* spec_out) {
+  CaseSpec spec = generate_spec(seed, index, limits);
+  Case c = strategy_case_of(spec, strategy_draw(seed, index, only));
+  if (spec_out != nullptr) *spec_out = spec;
   return c;
 }
 
@@ -138,6 +162,7 @@ StrategyCaseResult check_strategy_case(const Case& c) {
     result.detail = e.what();
     return result;
   }
+  result.reference_zero = reference.grad.squaredNorm() == 0;
   // The 1,000,000-case run (seed 2) found 9 such cases, all float32 with the
   // mask and an autograd local loss, observed ratios within 1e-3 of the
   // predicted one: a near tie decided differently, not a wrong prediction.
@@ -184,6 +209,7 @@ StrategyCaseResult check_strategy_case(const Case& c) {
     const double ratio = result.prediction.ratio;
     const auto [ok, error] = within(ratio);
     result.observation = ok ? StrategyObservation::confirmed : StrategyObservation::mismatch;
+    if (ok) result.detail = "ratio " + number(ratio) + " (max |grad - r ref| " + number(error) + ")";
     if (!ok) {
       const double norm2 = reference.grad.squaredNorm();
       result.detail =
@@ -267,6 +293,79 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
     }
   }
   return out;
+}
+
+namespace {
+
+// A case at a wrong point whose gradient visibly is not the reference's: the
+// prediction holds (r x the reference with r != 1 and a nonzero reference,
+// or no multiple of it at all).
+bool visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& options) {
+  if (r.observation != StrategyObservation::confirmed) return false;
+  if (options.with_gather && !r.shape.use_batch) return false;
+  if (options.verdict && r.prediction.verdict != *options.verdict) return false;
+  switch (r.prediction.verdict) {
+    case step::Verdict::correct:
+      return false;
+    case step::Verdict::ratio:
+      return r.prediction.ratio != 1 && !r.reference_zero;
+    case step::Verdict::no_single_ratio:
+      return true;
+  }
+  return false;
+}
+
+StrategyCaseResult check_spec(CaseSpec spec, const StrategyDraw& draw, CaseSpec& judged,
+                              Case& c) {
+  try {
+    c = strategy_case_of(spec, draw);
+  } catch (const InputError& e) {
+    StrategyCaseResult r;
+    r.detail = e.what();
+    return r;  // discarded: a shrink candidate the case file would reject
+  }
+  judged = spec;
+  return check_strategy_case(c);
+}
+
+}  // namespace
+
+std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOptions& options) {
+  INFONCE_ASSERT(options.max_cases >= 1 && options.max_shrink_evaluations >= 0);
+  for (std::int64_t index = 0; index < options.max_cases; ++index) {
+    const StrategyDraw draw{options.point,
+                            strategy_draw(options.seed, index, options.point).equal_shards};
+    rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
+    StrategyWitness witness;
+    witness.index = index;
+    witness.result = check_spec(current.value(), draw, witness.original, witness.shrunk_case);
+    if (!visibly_wrong(witness.result, options)) continue;
+    witness.shrunk = witness.original;
+    std::int32_t evaluations = 0;
+    bool shrunk = true;
+    while (shrunk && evaluations < options.max_shrink_evaluations) {
+      shrunk = false;
+      auto candidates = current.shrinks();
+      while (evaluations < options.max_shrink_evaluations) {
+        rc::Maybe<rc::Shrinkable<CaseSpec>> next = candidates.next();
+        if (!next) break;
+        ++evaluations;
+        CaseSpec judged;
+        Case c;
+        const StrategyCaseResult r = check_spec(next->value(), draw, judged, c);
+        if (!visibly_wrong(r, options)) continue;
+        current = std::move(*next);
+        witness.shrunk = judged;
+        witness.shrunk_case = std::move(c);
+        witness.result = r;
+        ++witness.shrink_steps;
+        shrunk = true;
+        break;
+      }
+    }
+    return witness;
+  }
+  return std::nullopt;
 }
 
 }  // namespace infonce::properties

@@ -44,6 +44,7 @@ struct StrategyCaseResult {
   std::string detail;  // one line
   // no_counterexample: a zero reference, D x F = 1, or a DP shard without a group
   bool trivially_parallel = false;
+  bool reference_zero = false;  // the reference gradient is exactly 0
 };
 
 // Checks `c` (its strategy key set) against the prediction for its shape.
@@ -97,6 +98,35 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
 // "all", or a point's name ("autograd/local/scale-P/mean"); nullopt for "all".
 // Throws InputError naming the choices for anything else.
 std::optional<step::Strategy> parse_strategy_choice(const std::string& text);
+
+// A shrunk case that shows a wrong point wrong: the step's gradient visibly
+// not the reference's, as predicted (r x it with r != 1, or no multiple).
+struct StrategyWitness {
+  std::int64_t index = 0;      // the campaign case (seed, index) it was shrunk from
+  CaseSpec original, shrunk;   // as run (negatives made equal where drawn)
+  Case shrunk_case;            // its case file carries the "strategy" key
+  StrategyCaseResult result;   // of the shrunk case
+  std::int32_t shrink_steps = 0;
+};
+
+struct StrategyWitnessOptions {
+  step::Strategy point;
+  std::uint64_t seed = 1;
+  GeneratorLimits limits = default_limits();
+  std::int64_t max_cases = 200;                // cases tried before giving up (a limit)
+  std::int32_t max_shrink_evaluations = 2000;  // RapidCheck shrink candidates judged
+  // Only cases with the gather (use_batch), as the strategy matrix assumes:
+  // without one the scope and the gather do not apply.
+  bool with_gather = true;
+  // Only cases whose own prediction has this verdict (a no-single-ratio
+  // cell's witness is a counterexample, not a ratio at another P).
+  std::optional<step::Verdict> verdict;
+};
+
+// The first case of the campaign's (seed, index) order, run at `point`,
+// that is visibly wrong, shrunk with RapidCheck while it stays so; none for
+// a correct point or when no case within max_cases is.
+std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOptions& options);
 
 // Index of `strategy` in all_strategies().
 std::size_t strategy_index(const step::Strategy& strategy);

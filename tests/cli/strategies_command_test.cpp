@@ -1,14 +1,17 @@
 // `infonce-sim strategies` through the binary: the matrix's values at the
 // default shape (P = 4, W = 8; expected values derived by hand from the
 // table in docs/strategies.md, not from the code), the JSON document, the
-// reproduce commands of the cells the rank program runs (each is run and
-// must end as its note says), bad input (exit 2, one line), and the SVG
+// reproduce commands of the encoder cells (each strategy campaign is run and
+// must pass: every case as predicted), each wrong cell's shrunk case (its
+// case file, replayed, must fail gradient-matches-reference), bad input
+// (exit 2, one line), and the SVG
 // against docs/strategies.svg. That comparison is a regression baseline, not
 // an independent check: the committed file was made by this command
 // (`build/infonce-sim strategies --svg docs/strategies.svg`); when the
 // drawing changes on purpose, re-make it with that command.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -116,8 +119,14 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_DOUBLE_EQ(encoders["ratio"].get<double>(), 1.0 / 3.0);
   EXPECT_EQ(encoders["in_rank_program"], true);
   EXPECT_EQ(encoders["reproduce"],
-            "infonce-sim check --cases 1000 --no-corpus --mutant "
-            "no-compensation");
+            "infonce-sim check --strategies detached-own-live/global/scale-1/mean --seed 1 "
+            "--cases 1000");
+  // Its shrunk case: two ranks, two shards, one micro-step; the fix missing
+  // leaves 1/P of the gradient there.
+  const ordered_json& witness = encoders["witness"];
+  EXPECT_TRUE(witness["shrunk"].get<std::string>().starts_with("W=2 P=2 A=1 ")) << witness;
+  EXPECT_EQ(witness["predicted"], "ratio 0.5");
+  EXPECT_TRUE(witness["observed"].get<std::string>().starts_with("ratio 0.5 ")) << witness;
   const ordered_json& direct = first["cells"]["direct"];
   EXPECT_EQ(direct["verdict"], "correct");
   EXPECT_EQ(direct["in_rank_program"], false);
@@ -129,13 +138,22 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_TRUE(dropped["ratio"].is_null());
   EXPECT_EQ(dropped["cause"], "dropped terms");
   EXPECT_EQ(dropped["equal_batches_only"], false);
-  EXPECT_EQ(dropped["in_rank_program"], false);
+  EXPECT_EQ(dropped["in_rank_program"], true);
+  // Its shrunk case is a counterexample: no multiple of the reference.
+  EXPECT_EQ(dropped["witness"]["predicted"], "no single ratio (dropped terms)");
+  EXPECT_TRUE(dropped["witness"]["observed"].get<std::string>().starts_with("best ratio "))
+      << dropped["witness"];
   // An equal-batches verdict and what unequal batches give.
   const ordered_json& local = doc["matrix"][30]["cells"]["encoders"];
   EXPECT_EQ(doc["matrix"][30]["strategy"], "autograd/local/scale-1/mean");
   EXPECT_EQ(local["verdict"], "correct");
   EXPECT_EQ(local["equal_batches_only"], true);
   EXPECT_EQ(local["with_unequal_batches"], "no single ratio (unequal batches)");
+  // Correct with equal batches only: its shrunk case has unequal ones.
+  EXPECT_EQ(local["witness"]["predicted"], "no single ratio (unequal batches)");
+  // A plainly correct cell has none: the seed's fix.
+  EXPECT_EQ(doc["matrix"][2]["strategy"], "detached-own-live/global/scale-P/mean");
+  EXPECT_TRUE(doc["matrix"][2]["cells"]["encoders"]["witness"].is_null());
   // tevatron at W = 2P: the encoders get W/P = 2.
   EXPECT_EQ(doc["field"][9]["project"], "texttron/tevatron");
   EXPECT_EQ(doc["field"][9]["encoders"]["ratio"], 2.0);
@@ -150,13 +168,14 @@ TEST(StrategiesCommand, JsonBytesAreTheSameOnEveryRun) {
   EXPECT_EQ(read_file(a), read_file(b));
 }
 
-// Every command a cell offers as running through the rank program ends as
-// its note says: the fixed program's campaign passes (0), a mutant's fails (1).
-TEST(StrategiesCommand, TheRankProgramReproduceCommandsRunAndEndAsNoted) {
+// Every encoder cell's strategy campaign passes: each case at that point is
+// as predicted for its own P and W.
+TEST(StrategiesCommand, TheRankProgramReproduceCommandsPass) {
   const ordered_json doc = strategies_json({}, "strategies-reproduce");
   int run = 0;
   for (const ordered_json& point : doc["matrix"]) {
     for (const auto& [group, cell] : point["cells"].items()) {
+      EXPECT_EQ(cell["in_rank_program"].get<bool>(), group == "encoders") << point["strategy"];
       if (!cell["in_rank_program"].get<bool>()) continue;
       std::istringstream words(cell["reproduce"].get<std::string>());
       std::string word;
@@ -164,17 +183,40 @@ TEST(StrategiesCommand, TheRankProgramReproduceCommandsRunAndEndAsNoted) {
       ASSERT_EQ(word, "infonce-sim");
       std::vector<std::string> args;
       while (words >> word) args.push_back(word);
-      const bool mutant =
-          cell["reproduce"].get<std::string>().find("--mutant") != std::string::npos;
       const CliResult result = run_infonce_sim(args);
-      EXPECT_EQ(result.exit_code, mutant ? 1 : 0)
-          << point["strategy"] << ": " << cell["reproduce"] << "\n"
-          << result.out << result.err;
-      EXPECT_EQ(cell["verdict"] == "correct", !mutant) << point["strategy"];
+      EXPECT_EQ(result.exit_code, 0) << point["strategy"] << ": " << cell["reproduce"] << "\n"
+                                     << result.out << result.err;
+      EXPECT_NE(result.out.find("PASS: every observed outcome is the predicted one"),
+                std::string::npos)
+          << result.out;
       ++run;
     }
   }
-  EXPECT_EQ(run, 5);
+  EXPECT_EQ(run, 36);
+}
+
+// Every wrong cell (and every cell correct with equal batches only) has a
+// shrunk case; --cases-dir writes it, and `replay` of the file fails
+// gradient-matches-reference: the step's gradient is not the full batch's.
+TEST(StrategiesCommand, EveryWrongCellsShrunkCaseReplaysAsAFailure) {
+  const fs::path dir = fresh_work_dir("strategies-witnesses") / "cases";
+  const CliResult listed = run_infonce_sim({"strategies", "--cases-dir", dir.string()});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  int replayed = 0;
+  for (const std::string& line : lines_of(listed.out)) {
+    const std::string prefix = "      replay: infonce-sim replay ";
+    if (!line.starts_with(prefix)) continue;
+    const std::string file = line.substr(prefix.size());
+    ASSERT_TRUE(fs::exists(file)) << file;
+    const CliResult result = run_infonce_sim({"replay", file});
+    EXPECT_EQ(result.exit_code, 1) << file << "\n" << result.out << result.err;
+    EXPECT_NE(result.out.find("gradient-matches-reference: "), std::string::npos)
+        << file << "\n" << result.out;
+    ++replayed;
+  }
+  // 36 points less the three plainly correct ones (docs/strategies.md).
+  EXPECT_EQ(replayed, 33);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 33);
 }
 
 TEST(StrategiesCommand, TheSvgIsTheCommittedDocsPicture) {
@@ -214,6 +256,7 @@ TEST(StrategiesCommand, BadInputGivesOneLineAndExitTwo) {
                    "no directory");
   expect_bad_input({"strategies", "--svg", dir.string()}, "is a directory");
   expect_bad_input({"strategies", "--svg", (plain_file / "m.svg").string()}, "no directory");
+  expect_bad_input({"strategies", "--cases-dir", plain_file.string()}, "is not a directory");
   EXPECT_FALSE(fs::exists(dir / "no-such-dir"));
 }
 

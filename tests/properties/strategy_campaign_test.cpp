@@ -211,5 +211,31 @@ TEST(StrategyCampaign, ASaturatedSoftmaxIsJudgedByItsTermsNotItsGradient) {
   EXPECT_EQ(result.prediction.ratio, 4.0);
 }
 
+// A shrunk case for a wrong point: visibly wrong (the prediction confirmed,
+// the gradient not the reference's), no larger than the case it came from,
+// and at the smallest mesh that shows the bug (W = P = 2: the fix missing
+// leaves 1/P, derived by hand). A correct point has none.
+TEST(StrategyCampaign, AWrongPointsWitnessIsShrunkAndACorrectPointHasNone) {
+  StrategyWitnessOptions options;
+  options.point = {step::GatherKind::detached_own_live, step::LossScope::global,
+                   step::BackwardScale::none, Reduction::mean};
+  options.verdict = step::Verdict::ratio;
+  const std::optional<StrategyWitness> w = find_strategy_witness(options);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->result.observation, StrategyObservation::confirmed);
+  EXPECT_FALSE(w->result.reference_zero);
+  EXPECT_EQ(w->shrunk.world, 2);
+  EXPECT_EQ(w->shrunk.dp, 2);
+  EXPECT_LE(w->shrunk.world, w->original.world);
+  EXPECT_GT(w->shrink_steps, 0);
+  EXPECT_DOUBLE_EQ(w->result.prediction.ratio, 0.5);
+  EXPECT_EQ(w->shrunk_case.strategy, options.point);
+  EXPECT_TRUE(w->shrunk_case.loss.use_batch);
+
+  options.point.scale = step::BackwardScale::dp_shards;  // the seed's fix
+  options.max_cases = 100;
+  EXPECT_FALSE(find_strategy_witness(options).has_value());
+}
+
 }  // namespace
 }  // namespace infonce::properties
