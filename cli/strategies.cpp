@@ -371,10 +371,10 @@ OutputJson matrix_document(const step::StepShape& shape, const Witnesses& witnes
 
 // ---- SVG ------------------------------------------------------------------
 
-constexpr int kSvgWidth = 820;
+constexpr int kSvgWidth = 1060;
 constexpr int kMargin = 20;
 constexpr int kPointWidth = 300;
-constexpr int kCellWidth = 240;
+constexpr int kCellWidth = 360;
 constexpr int kRowHeight = 22;
 constexpr int kTop = 74;
 constexpr const char* kFont = "DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -397,6 +397,13 @@ void draw_cell(properties::SvgCanvas& svg, double x, double y, const Cell& cell)
   svg.rect(x, y, kCellWidth, kRowHeight, fill_of(cell.prediction), border,
            cell.reproduce + " (" + cell.note + ")");
   svg.text(x + 8, y + 15, describe(cell.prediction), 12);
+  // The shrunk case's mesh: "W=2 P=2 A=1", the start of its description.
+  if (cell.witness) {
+    const std::string shrunk = properties::describe(cell.witness->shrunk);
+    const std::size_t mesh_end = shrunk.find(" negatives=");
+    svg.text(x + kCellWidth - 6, y + 15, "shrunk " + shrunk.substr(0, mesh_end), 10,
+             R"(text-anchor="end" fill="#37474f")");
+  }
 }
 
 void draw_legend(properties::SvgCanvas& svg, double y) {
@@ -418,6 +425,10 @@ void draw_legend(properties::SvgCanvas& svg, double y) {
            "[equal batches]: holds only when every shard has the same number of queries.", 11);
   svg.text(kMargin, y + 54,
            "Every prediction is checked by brute force (tests/step/strategy_test.cpp).", 11);
+  svg.text(kMargin, y + 70,
+           "shrunk: the mesh of the cell's case shrunk by RapidCheck (infonce-sim strategies "
+           "--cases-dir DIR writes it for replay).",
+           11);
 }
 
 std::string matrix_svg(const step::StepShape& shape, const Witnesses& witnesses) {
@@ -447,7 +458,7 @@ std::string matrix_svg(const step::StepShape& shape, const Witnesses& witnesses)
   }
   draw_legend(svg, y + 16);
   std::ostringstream out;
-  svg.write(out, static_cast<int>(y) + 150);
+  svg.write(out, static_cast<int>(y) + 166);
   return out.str();
 }
 
