@@ -316,7 +316,23 @@ void check_strategy(const Case& c) {
   }
 }
 
+void check_expect_direct(const Case& c) {
+  if (!c.expect || c.expect->direct.empty()) return;
+  if (c.expect->direct.size() != direct_parameter_count(c)) {
+    fail("expect.direct", "names " + std::to_string(c.expect->direct.size()) +
+                              " parameters, the case has " +
+                              std::to_string(direct_parameter_count(c)) +
+                              " (learnable_temperature: inverse_temperature)");
+  }
+  for (const double value : c.expect->direct) check_finite("expect.direct", value);
+}
+
 }  // namespace case_checks
+
+std::vector<std::string> direct_parameter_names(const Case& c) {
+  if (c.learnable_temperature) return {"inverse_temperature"};
+  return {};
+}
 
 Strategy effective_strategy(const Case& c) {
   if (c.strategy) return *c.strategy;
@@ -339,6 +355,7 @@ void validate_case(const Case& c) {
   case_checks::check_batches(c);
   case_checks::check_expect(c);
   case_checks::check_strategy(c);
+  case_checks::check_expect_direct(c);
 }
 
 loss::ReferenceProblem reference_problem(const Case& c) {
@@ -347,6 +364,7 @@ loss::ReferenceProblem reference_problem(const Case& c) {
   problem.weight = c.weight;
   problem.normalize = c.encoder_normalize;
   problem.accumulation_normalize = c.accumulation_normalize;
+  problem.learnable_temperature = c.learnable_temperature;
   // Without use_batch the objective is per shard; a summing reduction adds
   // the shards' means instead of averaging them (DESIGN.md).
   problem.sum_over_shards = c.reduction == Reduction::sum && !c.loss.use_batch;

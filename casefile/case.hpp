@@ -34,6 +34,9 @@ enum class ScalarType { float64, float32 };
 struct Expectation {
   double loss = 0;
   Matrix<double> grad;  // D x F
+  // The direct parameters' gradients, in direct_parameter_names order; empty:
+  // no claim about them (key expect.direct, optional).
+  std::vector<double> direct;
   double rtol = 1e-10;
   double atol = 1e-12;
 };
@@ -74,6 +77,10 @@ struct Case {
   // explicitly. Unset: the trainer's own (effective_strategy). Its reduction
   // is always the case's `reduction`.
   std::optional<Strategy> strategy;
+  // Extension key "learnable_temperature", optional (default false): the
+  // inverse temperature tau = 1 / loss.temperature is a parameter of the model,
+  // and the step and the reference give d objective / d tau as well.
+  bool learnable_temperature = false;
 
   // The micro-steps that run: the window, or every configured step.
   std::int32_t micro_steps_run() const { return accumulation_window.value_or(accumulation_steps); }
@@ -94,6 +101,13 @@ struct CaseLimits {
   // (with use_batch the logit matrix is quadratic in the global group count).
   static constexpr std::int64_t kMaxLogits = std::int64_t{1} << 26;
 };
+
+// The parameters that enter the loss directly, in the order a step reports
+// their gradients after the encoder weight's D x F entries (the flat gradient
+// of step::RankOutput and step::DistributedResult): {"inverse_temperature"}
+// with a learnable temperature, else none.
+std::vector<std::string> direct_parameter_names(const Case& c);
+inline std::size_t direct_parameter_count(const Case& c) { return c.learnable_temperature ? 1 : 0; }
 
 // The strategy the step of `c` runs: the "strategy" key, or the trainer's
 // (pattern A): the detached gather with the own slot live, the global loss,

@@ -29,6 +29,8 @@ void check_accumulation_window(const Case& c);
 void check_batches(const Case& c);
 void check_padding_draws(const Case& c);
 void check_expect(const Case& c);
+// expect.direct names every direct parameter of the case, with finite values.
+void check_expect_direct(const Case& c);
 void check_strategy(const Case& c);
 
 }  // namespace infonce::case_checks

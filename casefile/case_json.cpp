@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <limits>
 #include <set>
+#include <span>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -216,6 +217,8 @@ Json parse_json(std::string_view text) {
 class ObjectReader {
  public:
   ObjectReader(const Json& value, std::string path, std::initializer_list<std::string_view> known)
+      : ObjectReader(value, std::move(path), std::span(known.begin(), known.size())) {}
+  ObjectReader(const Json& value, std::string path, std::span<const std::string_view> known)
       : value_(value), path_(std::move(path)) {
     if (!value.is_object()) fail_type(path_, "an object", value);
     for (const auto& [key, member] : value.items()) {
@@ -534,12 +537,21 @@ void read_padding_draws(const Json& value, Case& c) {
 }
 
 void read_expect(const Json& value, Case& c) {
-  const ObjectReader expect(value, "expect", {"loss", "grad", "rtol", "atol"});
+  const ObjectReader expect(value, "expect", {"loss", "grad", "direct", "rtol", "atol"});
   Expectation result;
   result.loss = read_double(expect.required("loss"), expect.path("loss"));
   result.grad = read_matrix(expect.required("grad"), expect.path("grad"),
                             static_cast<std::size_t>(c.embedding_dim()),
                             static_cast<std::size_t>(c.feature_dim()));
+  if (const Json* direct = expect.optional("direct"); direct != nullptr && !direct->is_null()) {
+    // An object keyed by the case's direct parameters (direct_parameter_names).
+    const std::vector<std::string> names = direct_parameter_names(c);
+    const ObjectReader parameters(*direct, expect.path("direct"),
+                                  std::vector<std::string_view>(names.begin(), names.end()));
+    for (const std::string& name : names) {
+      result.direct.push_back(read_double(parameters.required(name), parameters.path(name)));
+    }
+  }
   if (const Json* rtol = expect.optional("rtol"); rtol != nullptr && !rtol->is_null()) {
     result.rtol = read_double(*rtol, expect.path("rtol"));
   }
@@ -677,6 +689,7 @@ OrderedJson case_json(const Case& c) {
                        {"scale", choice_name(c.strategy->scale, kBackwardScaleNames)},
                        {"reduction", choice_name(c.strategy->reduction, kReductionNames)}};
   }
+  if (c.learnable_temperature) out["learnable_temperature"] = true;
   if (c.padding_draws) out["padding_draws"] = *c.padding_draws;
   OrderedJson batches = OrderedJson::array();
   for (const auto& micro : c.batches) {
@@ -686,10 +699,16 @@ OrderedJson case_json(const Case& c) {
   }
   out["batches"] = std::move(batches);
   if (c.expect) {
-    out["expect"] = {{"loss", c.expect->loss},
-                     {"grad", matrix_json(c.expect->grad)},
-                     {"rtol", c.expect->rtol},
-                     {"atol", c.expect->atol}};
+    out["expect"] = {{"loss", c.expect->loss}, {"grad", matrix_json(c.expect->grad)}};
+    if (!c.expect->direct.empty()) {
+      const std::vector<std::string> names = direct_parameter_names(c);
+      INFONCE_ASSERT(names.size() == c.expect->direct.size());
+      OrderedJson direct;
+      for (std::size_t i = 0; i < names.size(); ++i) direct[names[i]] = c.expect->direct[i];
+      out["expect"]["direct"] = std::move(direct);
+    }
+    out["expect"]["rtol"] = c.expect->rtol;
+    out["expect"]["atol"] = c.expect->atol;
   }
   if (c.found) {
     out["found"] = {{"mutant", c.found->mutant ? OrderedJson(*c.found->mutant) : OrderedJson()},
@@ -733,7 +752,8 @@ Case parse_case(std::string_view json_text) {
   const ObjectReader root(
       document, "",
       {"format", "mesh", "reduction", "gather", "compensate", "loss", "encoder", "accumulation",
-       "rng", "dtype", "strategy", "padding_draws", "batches", "expect", "found"});
+       "rng", "dtype", "strategy", "learnable_temperature", "padding_draws", "batches", "expect",
+       "found"});
   Case c;
   read_format(root);
   c.mesh = read_mesh(root.required("mesh"));
@@ -748,6 +768,9 @@ Case parse_case(std::string_view json_text) {
     c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
   }
   if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  if (const Json* learnable = given(root, "learnable_temperature")) {
+    c.learnable_temperature = read_bool(*learnable, "learnable_temperature");
+  }
   if (const Json* draws = given(root, "padding_draws")) read_padding_draws(*draws, c);
   read_batches(root.required("batches"), c);
   if (const Json* expect = given(root, "expect")) read_expect(*expect, c);

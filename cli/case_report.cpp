@@ -38,6 +38,21 @@ CaseCheck gradient_check(const step::CaseReport& r) {
   return check;
 }
 
+// The direct parameters as their own parameter group (issue 13).
+CaseCheck direct_check(const step::CaseReport& r) {
+  if (!r.direct) return {"direct", false, true, "no parameter enters the loss directly"};
+  const step::DirectParameterCheck& d = *r.direct;
+  const double bound = r.tolerance.atol + r.tolerance.rtol * d.error_scale;
+  std::string names;
+  for (const std::string& name : d.names) names += (names.empty() ? "" : ", ") + name;
+  return {"direct", true, d.matches,
+          names + ": step " + numbers_text(d.grad) + ", reference " +
+              numbers_text(r.reference.direct_grad) + ", max error " +
+              short_number(d.max_abs_err) + (d.matches ? " <= " : " > ") + "tolerance " +
+              short_number(bound) + ", ratio " +
+              (d.ratio ? short_number(*d.ratio) : std::string("undefined (reference 0)"))};
+}
+
 CaseCheck loss_check(const Case& c, const step::CaseReport& r) {
   CaseCheck check{"loss", true, r.loss_matches && r.losses_equal, ""};
   if (c.loss.use_batch) {
@@ -81,8 +96,12 @@ CaseCheck expect_check(const Case& c, const step::CaseReport& r) {
 }  // namespace
 
 std::vector<CaseCheck> case_checks(const Case& c, const step::CaseReport& report) {
-  return {gradient_check(report), loss_check(c, report), padding_check(c, report),
-          expect_check(c, report)};
+  std::vector<CaseCheck> checks{gradient_check(report), loss_check(c, report),
+                                padding_check(c, report), expect_check(c, report)};
+  // Only where the case has direct parameters: the reports of every other
+  // case keep their lines and bytes.
+  if (report.direct) checks.insert(checks.begin() + 1, direct_check(report));
+  return checks;
 }
 
 bool checks_pass(const std::vector<CaseCheck>& checks) {
@@ -122,6 +141,16 @@ OutputJson case_report_json(const Case& c, const step::CaseReport& report) {
   reference["loss"] = report.reference.loss;
   if (!c.loss.use_batch) reference["shard_losses"] = numbers_json(report.reference.shard_losses);
   reference["grad"] = matrix_json(report.reference.grad);
+  if (report.direct) {
+    OutputJson step_direct;
+    OutputJson reference_direct;
+    for (std::size_t i = 0; i < report.direct->names.size(); ++i) {
+      step_direct[report.direct->names[i]] = report.direct->grad[i];
+      reference_direct[report.direct->names[i]] = report.reference.direct_grad[i];
+    }
+    document["direct"] = std::move(step_direct);
+    reference["direct"] = std::move(reference_direct);
+  }
   document["reference"] = std::move(reference);
   document["ratio"] = report.ratio ? OutputJson(*report.ratio) : OutputJson(nullptr);
   document["max_abs_err"] = report.max_abs_err;

@@ -417,10 +417,12 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
 
   std::ostream& out = context.out;
   out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
-      << limits << ", encoder gradient against step/strategy.hpp's prediction\n";
+      << limits
+      << ", encoder and direct (1/T) gradients against step/strategy.hpp's prediction\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-40s %6s %5s %5s %8s %6s %8s %6s %6s %8s\n", "point",
-                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other", "mismatch");
+  std::snprintf(line, sizeof line, "%-40s %6s %5s %5s %8s %6s %8s %6s %6s %8s %6s %6s\n", "point",
+                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other", "mismatch",
+                "1/T ok", "1/T n1");
   out << line;
   const auto all = step::all_strategies();
   std::vector<std::string> mismatches;
@@ -428,11 +430,12 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
     const properties::StrategyCell& cell = result.cells[i];
     if (cell.cases == 0) continue;
     const auto n = [](std::int64_t v) { return static_cast<long long>(v); };
-    std::snprintf(line, sizeof line, "%-40s %6lld %5lld %5lld %8lld %6lld %8lld %6lld %6lld %8lld\n",
+    std::snprintf(line, sizeof line,
+                  "%-40s %6lld %5lld %5lld %8lld %6lld %8lld %6lld %6lld %8lld %6lld %6lld\n",
                   step::name_of(all[i]).c_str(), n(cell.cases), n(cell.discarded),
-                  n(cell.near_ties), n(cell.correct),
-                  n(cell.ratio), n(cell.counterexamples), n(cell.no_counterexample),
-                  n(cell.no_counterexample_other), n(cell.mismatched));
+                  n(cell.near_ties), n(cell.correct), n(cell.ratio), n(cell.counterexamples),
+                  n(cell.no_counterexample), n(cell.no_counterexample_other), n(cell.mismatched),
+                  n(cell.direct_confirmed), n(cell.direct_one_number));
     out << line;
     if (cell.mismatched > 0) mismatches.push_back(step::name_of(all[i]) + ": " + cell.first_mismatch);
   }
@@ -443,6 +446,9 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
          "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
          "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the case; f32m: "
          "not judged, a float32 local loss with the fake-negative mask (near ties)\n";
+  out << "1/T ok: cases with a learnable inverse temperature (every other case) whose d/d(1/T) is "
+         "the predicted r x the reference's (r = 1: correct); 1/T n1: predicted no single ratio "
+         "(unequal batches), not judged: one number is a multiple of any other\n";
   if (mismatches.empty()) {
     out << "PASS: every observed outcome is the predicted one (" << result.cases << " cases)\n";
     return kExitOk;

@@ -49,7 +49,7 @@ Json handshake(const step::Mutant* mutant) {
             {"accumulation_normalize", {true, false}},
             {"rng_modes", {"synced"}},
             {"replays_padding_draws", true},
-            {"extension_keys", {"dtype", "accumulation.window"}}}}};
+            {"extension_keys", {"dtype", "accumulation.window", "learnable_temperature", "strategy"}}}}};
 }
 
 Json matrix_json(const std::vector<double>& flat, std::int64_t rows, std::int64_t cols) {
@@ -71,6 +71,13 @@ Json step_response(std::int64_t id, const Case& c, const step::Mutant* mutant) {
   const step::DistributedResult result = step::run_on_fibers(run, setup.variant, options);
   Json response = {{"id", id}, {"losses", result.losses}};
   response["grad"] = matrix_json(result.grads[0], c.embedding_dim(), c.feature_dim());
+  const std::vector<std::string> names = direct_parameter_names(c);
+  if (!names.empty()) {
+    Json direct = Json::object();
+    const auto first = static_cast<std::size_t>(c.weight.size());
+    for (std::size_t i = 0; i < names.size(); ++i) direct[names[i]] = result.grads[0][first + i];
+    response["direct"] = std::move(direct);
+  }
   Json grads = Json::array();
   for (const auto& g : result.grads)
     grads.push_back(matrix_json(g, c.embedding_dim(), c.feature_dim()));

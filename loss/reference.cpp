@@ -7,6 +7,7 @@
 #include "loss/encoder.hpp"
 #include "loss/groups.hpp"
 #include "loss/infonce.hpp"
+#include "loss/learnable_temperature.hpp"
 
 namespace infonce::loss {
 
@@ -55,6 +56,7 @@ struct BatchResult {
   Scalar loss;
   Matrix<Scalar> grad;  // d loss / dW
   Matrix<Scalar> grad_magnitude;
+  InverseTemperatureGradient<Scalar> inverse_temperature;  // learnable_temperature only
 };
 
 // One loss evaluation of SPEC section 2 on a batch of groups: encode, parse
@@ -73,9 +75,15 @@ BatchResult<Scalar> batch_loss(const Matrix<Scalar>& weight, const Matrix<Scalar
                                    padding.source(micro, stream));
   }
   const LossAndGradient<Scalar> result = infonce_loss_and_gradient(embeddings, layout, settings);
-  return {result.loss,
-          encode_backward(weight, features, problem.normalize, result.grad_embeddings),
-          encode_backward_magnitude(weight, features, problem.normalize, result.grad_embeddings)};
+  BatchResult<Scalar> out{
+      result.loss, encode_backward(weight, features, problem.normalize, result.grad_embeddings),
+      encode_backward_magnitude(weight, features, problem.normalize, result.grad_embeddings),
+      {}};
+  if (problem.learnable_temperature) {
+    out.inverse_temperature = inverse_temperature_gradient(embeddings, result.grad_embeddings,
+                                                           1.0 / settings.temperature);
+  }
+  return out;
 }
 
 // Features of every shard of one micro-step stacked in shard order, and
@@ -113,7 +121,19 @@ ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, Paddi
 
   ReferenceResult<Scalar> result{Scalar(0), std::vector<Scalar>(shards, Scalar(0)),
                                  Matrix<Scalar>::Zero(weight.rows(), weight.cols()),
-                                 Matrix<Scalar>::Zero(weight.rows(), weight.cols())};
+                                 Matrix<Scalar>::Zero(weight.rows(), weight.cols()),
+                                 {},
+                                 {}};
+  if (problem.learnable_temperature) {
+    result.direct_grad.assign(1, Scalar(0));
+    result.direct_magnitude.assign(1, Scalar(0));
+  }
+  // Adds `step`'s direct gradients, weighted.
+  const auto add_direct = [&](const BatchResult<Scalar>& step, Scalar weight_of_step) {
+    if (!problem.learnable_temperature) return;
+    result.direct_grad[0] += weight_of_step * step.inverse_temperature.value;
+    result.direct_magnitude[0] += weight_of_step * step.inverse_temperature.magnitude;
+  };
   std::vector<std::int32_t> negative_counts;
   for (std::size_t m = 0; m < micro_steps; ++m) {
     const auto micro = static_cast<std::int32_t>(m);
@@ -127,6 +147,7 @@ ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, Paddi
       result.loss += micro_scale * step.loss;
       result.grad += micro_scale * step.grad;
       result.grad_magnitude += micro_scale * step.grad_magnitude;
+      add_direct(step, micro_scale);
       continue;
     }
     // Without use_batch each shard averages its own groups; DDP then averages
@@ -146,6 +167,7 @@ ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, Paddi
       result.loss += shard_weight * micro_scale * step.loss;
       result.grad += (shard_weight * micro_scale) * step.grad;
       result.grad_magnitude += (shard_weight * micro_scale) * step.grad_magnitude;
+      add_direct(step, shard_weight * micro_scale);
     }
   }
   if (problem.settings.use_batch) {

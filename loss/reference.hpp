@@ -26,6 +26,9 @@ struct ReferenceProblem {
   Matrix<double> weight;  // D x F
   bool normalize = true;
   bool accumulation_normalize = true;
+  // The inverse temperature 1 / settings.temperature is a parameter: the
+  // result carries d objective / d(1/T) (loss/learnable_temperature.hpp).
+  bool learnable_temperature = false;
   bool sum_over_shards = false;                        // use_batch = false under a sum reduction
   std::vector<std::vector<ShardBatch>> micro_batches;  // [micro][shard]
 };
@@ -40,6 +43,10 @@ struct ReferenceResult {
   // Per entry of grad, the sum of the absolute values of the terms it adds up
   // (encode_backward_magnitude): the scale of any reordering's rounding error.
   Matrix<Scalar> grad_magnitude;
+  // The direct parameters' gradients (learnable_temperature: d objective /
+  // d(1/T)) and the sums of |terms| of each; empty without any.
+  std::vector<Scalar> direct_grad;
+  std::vector<Scalar> direct_magnitude;
 };
 
 // Padding streams: with use_batch, stream 0 pads the union; without, stream d pads shard d.

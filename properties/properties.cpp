@@ -53,8 +53,19 @@ double max_abs(const Matrix<double>& m) {
   return m.size() == 0 ? 0.0 : m.cwiseAbs().maxCoeff();
 }
 
+// The direct parameters' part of a gradient-matches-reference failure.
+std::string direct_detail(const step::CaseReport& r) {
+  if (!r.direct) return {};
+  const step::DirectParameterCheck& d = *r.direct;
+  std::string out = "; direct parameters (";
+  for (std::size_t i = 0; i < d.names.size(); ++i) out += (i > 0 ? ", " : "") + d.names[i];
+  out += d.matches ? ") match" : ") differ";
+  out += ", ratio " + (d.ratio ? format_detail(*d.ratio) : std::string("undefined"));
+  return out;
+}
+
 void check_reference_agreement(const step::CaseReport& r, CaseVerdict& verdict) {
-  if (r.loss_matches && r.grad_matches) return;
+  if (r.loss_matches && r.grad_matches && step::direct_matches(r)) return;
   if (r.loss_matches && r.reference_divided_by > 1) {
     // A case without the fix, compared with reference / P: property 2.
     verdict.failures.push_back(
@@ -71,7 +82,8 @@ void check_reference_agreement(const step::CaseReport& r, CaseVerdict& verdict) 
                              format_detail(r.reference.loss) + ", gradient rel_err " +
                              format_detail(r.rel_err) + " (scaled " + format_detail(r.scaled_err) +
                              "), ratio " +
-                             (r.ratio ? format_detail(*r.ratio) : std::string("undefined"))});
+                             (r.ratio ? format_detail(*r.ratio) : std::string("undefined")) +
+                             direct_detail(r)});
 }
 
 // Under a permuted summation order each DP group (one per replica index, with
@@ -89,8 +101,7 @@ void relax_rank_consistency(const step::DistributedResult& run, step::CaseReport
     }
   }
   r.grads_consistent = close;
-  r.pass = r.losses_equal && r.grads_consistent && r.loss_matches && r.grad_matches &&
-           r.padded_positives == 0;
+  step::update_pass(r);
 }
 
 void check_rank_agreement(const step::CaseReport& r, CaseVerdict& verdict) {

@@ -45,6 +45,27 @@ double softmax_cancellation_scale(const Case& c) {
          static_cast<double>(queries);
 }
 
+// The same bound for d L / d tau = <E, dL/dE> / (2 tau): each dL/dE entry
+// before the cancellation is at most 2 m / T over the queries, summed against
+// |E| <= m over every row, over 2 tau = 2 / T: 2 m^2 x rows / queries.
+double softmax_cancellation_scale_direct(const Case& c) {
+  double max_norm = 0;
+  std::int64_t queries = 0;
+  std::int64_t rows = 0;
+  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+    for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
+      queries += static_cast<std::int64_t>(shard.negative_counts.size());
+      rows += shard.features.rows();
+      for (Eigen::Index r = 0; r < shard.features.rows(); ++r) {
+        const double norm = (c.weight * shard.features.row(r).transpose()).norm();
+        max_norm = std::max(max_norm, c.encoder_normalize ? std::min(norm, 1.0) : norm);
+      }
+    }
+  }
+  if (queries == 0) return 0.0;
+  return 2.0 * max_norm * max_norm * static_cast<double>(rows) / static_cast<double>(queries);
+}
+
 double unit_roundoff(ScalarType scalar) {
   return scalar == ScalarType::float64 ? 0x1p-53 : 0x1p-24;
 }
@@ -53,6 +74,33 @@ std::string number(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.6g", value);
   return text;
+}
+
+// The direct group's gradient (after W's entries in the flat gradient)
+// against the prediction for the direct parameters, as the encoders' below.
+void judge_direct(const Case& c, const std::vector<double>& flat,
+                  const step::ReferenceValues& reference, const step::Tolerance& t,
+                  StrategyCaseResult& result) {
+  result.direct_prediction = step::predict(result.strategy, step::ParameterGroup::direct, result.shape);
+  if (result.direct_prediction.verdict == step::Verdict::no_single_ratio) {
+    result.direct = DirectObservation::one_number;
+    return;
+  }
+  const double ratio = result.direct_prediction.ratio;
+  const double value = flat.at(static_cast<std::size_t>(c.weight.size()));
+  const double ref = reference.direct_grad.at(0);
+  const double scale = std::max(std::abs(ref), reference.direct_magnitude.at(0));
+  const double allowance = 16.0 * unit_roundoff(c.scalar) * softmax_cancellation_scale_direct(c);
+  const double error = std::abs(value - ratio * ref);
+  const bool ok = std::isfinite(error) &&
+                  error <= t.atol + std::max(std::abs(ratio), 1.0) * (t.rtol * scale + allowance);
+  result.direct = ok ? DirectObservation::confirmed : DirectObservation::mismatch;
+  if (!ok) {
+    result.detail = "direct (inverse_temperature): predicted " +
+                    step::describe(result.direct_prediction) + ": |grad - " + number(ratio) +
+                    " ref| = " + number(error) + " (ref " + number(ref) + ", step " +
+                    number(value) + ", scale " + number(scale) + ")";
+  }
 }
 
 }  // namespace
@@ -97,6 +145,7 @@ namespace {
 struct StrategyDraw {
   step::Strategy strategy;
   bool equal_shards = false;
+  bool learnable_temperature = false;
 };
 
 StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
@@ -113,6 +162,7 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   // generator rarely makes: every other local case gets every DP shard the
   // group sizes of the first shard with a group (per micro-step).
   out.equal_shards = out.strategy.scope == step::LossScope::local && (draw / 64) % 2 == 1;
+  out.learnable_temperature = (draw / 128) % 2 == 1;
   return out;
 }
 
@@ -134,6 +184,7 @@ Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
   c.reduction = draw.strategy.reduction;
   c.compensate = true;  // the strategy's scale decides; the key requires it
   c.strategy = draw.strategy;
+  c.learnable_temperature = draw.learnable_temperature;
   validate_case(c);
   return c;
 }
@@ -192,6 +243,13 @@ StrategyCaseResult check_strategy_case(const Case& c) {
   const Matrix<double> grad = Eigen::Map<const Matrix<double>>(distributed.grads[0].data(),
                                                                c.embedding_dim(), c.feature_dim());
   const step::Tolerance t = step::tolerance_for(c.scalar);
+  if (c.learnable_temperature) {
+    judge_direct(c, distributed.grads[0], reference, t, result);
+    if (result.direct == DirectObservation::mismatch) {
+      result.observation = StrategyObservation::mismatch;
+      return result;
+    }
+  }
   const double scale = std::max(max_abs(reference.grad), max_abs(reference.grad_magnitude));
   // The cancelled terms round like any value (a few u each): rtol, which
   // covers long sums of the gradient's own size, would be 9000 u on them and
@@ -257,6 +315,8 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
     StrategyCell& cell = out.cells[strategy_index(r.strategy)];
     ++cell.cases;
     ++out.cases;
+    cell.direct_confirmed += r.direct == DirectObservation::confirmed ? 1 : 0;
+    cell.direct_one_number += r.direct == DirectObservation::one_number ? 1 : 0;
     switch (r.observation) {
       case StrategyObservation::discarded:
         ++cell.discarded;

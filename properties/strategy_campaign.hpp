@@ -9,7 +9,10 @@
 //     parallel to the reference by accident, e.g. D x F = 1) is counted as
 //     skipped, not passed.
 // Within the step's tolerance (step/tolerance.hpp) scaled by max(|r|, 1).
-// Case i's strategy is a function of (seed, i) only, like its spec.
+// Case i's strategy is a function of (seed, i) only, like its spec. Every
+// other case also has a learnable inverse temperature (the case file's
+// "learnable_temperature"), whose gradient is compared with the prediction
+// for the direct parameters the same way; it leaves the encoders' unchanged.
 #pragma once
 
 #include <array>
@@ -36,10 +39,21 @@ enum class StrategyObservation {
   mismatch,           // the prediction is wrong for this case (or the step threw)
 };
 
+// The direct parameters' group (a learnable inverse temperature) of a case.
+enum class DirectObservation {
+  absent,     // the case has no direct parameter, or its step was not judged
+  confirmed,  // the gradient is the predicted r x the reference's
+  one_number, // predicted no single ratio: one number is always a multiple of
+              // the reference, so one case cannot show it (not judged)
+  mismatch,   // not what the prediction says
+};
+
 struct StrategyCaseResult {
   step::Strategy strategy;
   step::StepShape shape;
-  step::Prediction prediction;
+  step::Prediction prediction;         // the encoders'
+  step::Prediction direct_prediction;  // the direct parameters' (when the case has them)
+  DirectObservation direct = DirectObservation::absent;
   StrategyObservation observation = StrategyObservation::discarded;
   std::string detail;  // one line
   // no_counterexample: a zero reference, D x F = 1, or a DP shard without a group
@@ -76,6 +90,9 @@ struct StrategyCell {
   // shards with groups may still be equal) explains
   std::int64_t no_counterexample_other = 0;
   std::int64_t mismatched = 0;
+  // The direct group (a learnable inverse temperature), on the cases that have it:
+  std::int64_t direct_confirmed = 0;   // the predicted r x the reference's (r = 1: correct)
+  std::int64_t direct_one_number = 0;  // predicted no single ratio (not judged: one number)
   std::optional<std::int64_t> first_mismatch_index;
   std::string first_mismatch;  // one line: the case and what differed
 };

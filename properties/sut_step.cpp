@@ -74,6 +74,9 @@ step::DistributedResult distributed_result(const sut::StepResult& r, const Case&
   }
   // The harness reads rank 0's gradient as `grad`: the response's `grad`.
   d.grads[0] = flat(r.grad);
+  // Every rank's flat gradient ends with the direct parameters' (rank 0's:
+  // the response gives one value each).
+  for (auto& grad : d.grads) grad.insert(grad.end(), r.direct.begin(), r.direct.end());
   if (r.padding_draws) d.padded_positives = padded_positives(*r.padding_draws, c.loss.padding);
   return d;
 }

@@ -11,6 +11,7 @@
 #include "loss/encoder.hpp"
 #include "loss/groups.hpp"
 #include "loss/infonce.hpp"
+#include "loss/learnable_temperature.hpp"
 #include "loss/padding.hpp"
 #include "sim/ddp.hpp"
 #include "step/strategy.hpp"
@@ -469,7 +470,11 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
   RankPadding padding = rank_padding(c, world_rank);
 
   RankOutput<Scalar> out;
-  sim::GradientBuffer<Scalar> gradient(static_cast<std::size_t>(weight.size()));
+  // The flat gradient: W's D x F entries, then the direct parameters'.
+  const std::size_t direct_count = direct_parameter_count(c);
+  const auto weight_entries = static_cast<std::size_t>(weight.size());
+  sim::GradientBuffer<Scalar> gradient(weight_entries + direct_count);
+  std::vector<Scalar> flat;  // one micro-step's flat gradient, when there are direct parameters
   Matrix<Scalar> features_storage;  // float cases: the features cast to float
   for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
     const loss::ShardBatch& batch = c.batches[micro][dp_rank];
@@ -595,8 +600,19 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
             ? Matrix<Scalar>::Zero(weight.rows(), weight.cols())
             : loss::encode_backward(weight, features, c.encoder_normalize, own_grad);
     grad_weight *= scale / divisor;
-    gradient.accumulate(
-        std::span<const Scalar>(grad_weight.data(), static_cast<std::size_t>(grad_weight.size())));
+    if (direct_count == 0) {
+      gradient.accumulate(std::span<const Scalar>(grad_weight.data(), weight_entries));
+      continue;
+    }
+    // The inverse temperature is never detached: it sees the whole loss the
+    // rank computed, every gathered row included (loss/learnable_temperature.hpp).
+    flat.assign(grad_weight.data(), grad_weight.data() + weight_entries);
+    flat.push_back(loss::inverse_temperature_gradient(embeddings, grad_embeddings,
+                                                      1.0 / c.loss.temperature)
+                       .value *
+                   (scale / divisor));
+    INFONCE_ASSERT(flat.size() == weight_entries + direct_count);
+    gradient.accumulate(flat);
   }
   const bool mean = strategy.reduction == Reduction::mean;
   gradient.reduce(

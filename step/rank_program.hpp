@@ -16,7 +16,9 @@ namespace infonce::step {
 template <class Scalar>
 struct RankOutput {
   Scalar reported_loss = 0;          // summed over micro-steps, after GA normalisation
-  std::vector<Scalar> grad;          // D x F row-major, after the DDP reduction
+  // After the DDP reduction: W's D x F entries row-major, then the direct
+  // parameters' (direct_parameter_names) in order.
+  std::vector<Scalar> grad;
   std::int64_t padded_positives = 0;  // padding rows that were the group's own positive
 };
 

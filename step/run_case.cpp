@@ -21,6 +21,8 @@ ReferenceValues reference_in(const Case& c) {
   out.shard_losses.assign(result.shard_losses.begin(), result.shard_losses.end());
   out.grad = result.grad.template cast<double>();
   out.grad_magnitude = result.grad_magnitude.template cast<double>();
+  out.direct_grad.assign(result.direct_grad.begin(), result.direct_grad.end());
+  out.direct_magnitude.assign(result.direct_magnitude.begin(), result.direct_magnitude.end());
   return out;
 }
 
@@ -56,6 +58,34 @@ double max_abs(const Matrix<double>& m) {
 // Equal bits, NaN included: the schedule-independence claim is about bits.
 bool same_bits(double a, double b) {
   return std::memcmp(&a, &b, sizeof(double)) == 0;
+}
+
+// The direct parameters' gradients on rank 0 (after W's D x F entries)
+// against the reference, within the tolerance of each entry's scale.
+DirectParameterCheck check_direct(const Case& c, const std::vector<double>& flat,
+                                  const ReferenceValues& reference, const Tolerance& tolerance) {
+  DirectParameterCheck check;
+  check.names = direct_parameter_names(c);
+  const std::size_t count = check.names.size();
+  const auto weight_entries = static_cast<std::size_t>(c.weight.size());
+  INFONCE_ASSERT(flat.size() == weight_entries + count);
+  INFONCE_ASSERT(reference.direct_grad.size() == count);
+  check.grad.assign(flat.begin() + static_cast<std::ptrdiff_t>(weight_entries), flat.end());
+  double dot = 0;
+  double ref_norm2 = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double ref = reference.direct_grad[i];
+    const double error = std::abs(check.grad[i] - ref);
+    const double scale = std::max(std::abs(ref), reference.direct_magnitude[i]);
+    check.max_abs_err = std::max(check.max_abs_err, error);
+    check.error_scale = std::max(check.error_scale, scale);
+    check.matches = check.matches && std::isfinite(error) &&
+                    error <= tolerance.atol + tolerance.rtol * scale;
+    dot += check.grad[i] * ref;
+    ref_norm2 += ref * ref;
+  }
+  if (ref_norm2 > 0) check.ratio = dot / ref_norm2;
+  return check;
 }
 
 ExpectCheck check_expect(const Expectation& e, double loss, const Matrix<double>& grad) {
@@ -128,9 +158,22 @@ CaseReport evaluate(const Case& c, const DistributedResult& distributed,
   const double ref_norm2 = reference.grad.squaredNorm();
   if (ref_norm2 > 0) report.ratio = report.grad.cwiseProduct(reference.grad).sum() / ref_norm2;
 
-  report.pass = report.losses_equal && report.grads_consistent && report.loss_matches &&
-                report.grad_matches && report.padded_positives == 0;
-  if (c.expect) report.expect = check_expect(*c.expect, report.loss, report.grad);
+  if (direct_parameter_count(c) > 0) {
+    report.direct = check_direct(c, distributed.grads[0], reference, report.tolerance);
+  }
+  update_pass(report);
+  if (c.expect) {
+    report.expect = check_expect(*c.expect, report.loss, report.grad);
+    if (!c.expect->direct.empty() && report.direct) {
+      const Tolerance t{c.expect->rtol, c.expect->atol};
+      for (std::size_t i = 0; i < c.expect->direct.size(); ++i) {
+        const double error = std::abs(report.direct->grad[i] - c.expect->direct[i]);
+        report.expect->grad_error = std::max(report.expect->grad_error, error);
+        report.expect->met = report.expect->met && std::isfinite(error) &&
+                             error <= t.atol + t.rtol * std::abs(c.expect->direct[i]);
+      }
+    }
+  }
   return report;
 }
 

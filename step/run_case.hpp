@@ -18,7 +18,8 @@ namespace infonce::step {
 // What every world rank produced, widened to double for reporting.
 struct DistributedResult {
   std::vector<double> losses;              // per world rank
-  std::vector<std::vector<double>> grads;  // per world rank, D x F row-major
+  // Per world rank: W's D x F entries row-major, then the direct parameters'.
+  std::vector<std::vector<double>> grads;
   std::int64_t padded_positives = 0;       // summed over ranks
 };
 
@@ -27,6 +28,19 @@ struct ReferenceValues {
   std::vector<double> shard_losses;  // use_batch = false
   Matrix<double> grad;
   Matrix<double> grad_magnitude;  // per entry, the sum of |terms| of grad
+  std::vector<double> direct_grad;  // direct_parameter_names order; empty without any
+  std::vector<double> direct_magnitude;
+};
+
+// The direct parameters as one parameter group (issue 13): the step's
+// gradient of each against the reference's.
+struct DirectParameterCheck {
+  std::vector<std::string> names;
+  std::vector<double> grad;  // rank 0's, after the reduction
+  std::optional<double> ratio;  // <grad, ref> / <ref, ref>; unset when ref == 0
+  double max_abs_err = 0;
+  double error_scale = 0;  // max(|ref|, the sums of |terms|)
+  bool matches = true;
 };
 
 struct ExpectCheck {
@@ -56,10 +70,22 @@ struct CaseReport {
   bool grad_matches = true;      // property 1 for the gradient
   bool pass = true;              // all of the above, and no positive padded
   std::optional<ExpectCheck> expect;
+  std::optional<DirectParameterCheck> direct;  // set when the case has direct parameters
   Tolerance tolerance{};
   // > 1: the case runs without the fix and was compared with reference / this.
   double reference_divided_by = 1;
 };
+
+// Whether the direct parameters (if any) match the reference.
+inline bool direct_matches(const CaseReport& report) {
+  return !report.direct || report.direct->matches;
+}
+
+// report.pass from the checks it is made of (after any of them changed).
+inline void update_pass(CaseReport& report) {
+  report.pass = report.losses_equal && report.grads_consistent && report.loss_matches &&
+                report.grad_matches && direct_matches(report) && report.padded_positives == 0;
+}
 
 struct RunOptions {
   sim::Schedule schedule;

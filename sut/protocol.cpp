@@ -229,6 +229,18 @@ StepResult read_result(const Json& response, const Case& c) {
   }
   result.grad = read_matrix(required(response, path, "grad"), path + ".grad", c.embedding_dim(),
                             c.feature_dim());
+  const std::vector<std::string> names = direct_parameter_names(c);
+  if (!names.empty()) {
+    const Json& direct = required(response, path, "direct");
+    if (!direct.is_object()) {
+      fail(path + ".direct", "expected an object keyed by the direct parameters, got " +
+                                 kind_of(direct));
+    }
+    for (const std::string& name : names) {
+      result.direct.push_back(
+          read_number_or_null(required(direct, path + ".direct", name.c_str()), path + ".direct." + name));
+    }
+  }
   if (const auto it = response.find("grads"); it != response.end()) {
     require_length(*it, path + ".grads", static_cast<std::size_t>(c.mesh.world),
                    "gradients (W x D x F, one per world rank)");
@@ -288,6 +300,10 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& s) {
     return std::string("dtype");
   }
   if (!c.compensate && !s.compensate_false) return std::string("compensate false");
+  if (c.learnable_temperature && !s.declares("learnable_temperature")) {
+    return std::string("learnable_temperature");
+  }
+  if (c.strategy && !s.declares("strategy")) return std::string("strategy");
   if (lacks(s.accumulation_normalize, c.accumulation_normalize)) {
     return std::string("accumulation.normalize");
   }
@@ -319,6 +335,8 @@ std::string encode_request(std::int64_t id, const Case& c, const Supports& suppo
   body.erase("expect");
   body.erase("found");
   if (!supports.declares("dtype")) body.erase("dtype");
+  if (!supports.declares("learnable_temperature")) body.erase("learnable_temperature");
+  if (!supports.declares("strategy")) body.erase("strategy");
   if (!supports.replays_padding_draws) body.erase("padding_draws");
   OrderedJson request;
   request["id"] = id;
