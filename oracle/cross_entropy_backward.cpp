@@ -29,6 +29,15 @@ void note_mask_gap(const LogitRow& row, const std::vector<Real>& similarities,
   }
 }
 
+// One kept entry's share of dL/dtau: dL/dz * dz/dtau, with z = tau * s.
+void add_inverse_temperature_term(Real d_logit, Real d_logit_bound, Real similarity,
+                                  LossAndGradient& out) {
+  const Real term = d_logit * similarity;
+  out.grad_inverse_temperature += term;
+  out.grad_inverse_temperature_magnitude += std::abs(term);
+  out.grad_inverse_temperature_bound += d_logit_bound * std::abs(similarity);
+}
+
 // Adds one row's loss and its gradient, scaled by `weight`, to `out`.
 void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings& settings,
              bool apply_mask, Real weight, Scratch& scratch, LossAndGradient& out) {
@@ -60,8 +69,10 @@ void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings
     if (!kept[e]) continue;
     const Real softmax = std::exp(similarities[e] * inverse_t - shift) / sum;
     const Real d_logit = e == target ? softmax - 1 : softmax;  // target: only when kept
+    const Real d_logit_bound = e == target ? softmax + 1 : softmax;
     const Real d_similarity = weight * d_logit * inverse_t;
-    const Real d_bound = weight * (e == target ? softmax + 1 : softmax) * inverse_t;
+    const Real d_bound = weight * d_logit_bound * inverse_t;
+    add_inverse_temperature_term(weight * d_logit, weight * d_logit_bound, similarities[e], out);
     const Entry& entry = row.entries[e];
     out.grad_embeddings.row(entry.left) += d_similarity * embeddings.row(entry.right);
     out.grad_embeddings.row(entry.right) += d_similarity * embeddings.row(entry.left);
