@@ -46,11 +46,11 @@ S kept_cross_entropy(const std::vector<S>& logits, const std::vector<bool>& kept
 
 // The softmax of the kept logits (0 where not kept) into `probabilities`;
 // returns the row's logsumexp. The derived backward's d CE / d z is
-// probabilities - onehot(target).
+// probabilities - onehot(target). The caller makes sure something is kept; a
+// NaN logit (from non-finite input) comes out as NaN, not as an abort.
 inline Real kept_softmax(const std::vector<Real>& logits, const std::vector<bool>& kept,
                          std::vector<Real>& probabilities) {
   const Real shift = largest_kept(logits, kept);
-  INFONCE_ASSERT(shift > -std::numeric_limits<Real>::infinity());  // something is kept
   probabilities.assign(logits.size(), 0);
   Real sum = 0;
   for (std::size_t e = 0; e < logits.size(); ++e) {
