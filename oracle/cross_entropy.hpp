@@ -3,14 +3,14 @@
 // AutoDiff scalar whose derivatives check cross_entropy_backward).
 #pragma once
 
-#include <cmath>
-#include <limits>
+#include <cstddef>
 #include <vector>
 
 #include "base/error.hpp"
 #include "oracle/description.hpp"
 #include "oracle/logit_rows.hpp"
 #include "oracle/scalar.hpp"
+#include "oracle/softmax_cross_entropy.hpp"
 
 namespace infonce::oracle {
 
@@ -23,7 +23,8 @@ inline void mark_kept_entries(const LogitRow& row, const std::vector<Real>& simi
                               std::vector<bool>& kept) {
   kept.assign(row.entries.size(), true);
   if (!apply_mask) return;
-  const Real threshold = similarities[static_cast<std::size_t>(row.target)] + settings.fake_neg_margin;
+  const Real threshold =
+      similarities[static_cast<std::size_t>(row.target)] + settings.fake_neg_margin;
   for (std::size_t e = 0; e < row.entries.size(); ++e) {
     if (row.entries[e].block != Block::dd && similarities[e] > threshold) kept[e] = false;
   }
@@ -37,40 +38,32 @@ inline void require_some_kept(const std::vector<bool>& kept) {
   throw InputError("oracle: every logit of a row is masked");
 }
 
-// Cross-entropy of one row: logsumexp of the kept logits minus the target's
-// logit, or +inf when the target itself is masked.
+// Cross-entropy of one row at inverse temperature `inverse_temperature`
+// (logits tau * s; a parameter of the forward so that AutoDiff can
+// differentiate in it). The mask reads the raw similarities, never tau.
 template <class S>
 S row_cross_entropy(const Rows<S>& embeddings, const LogitRow& row, const LossSettings& settings,
-                    bool apply_mask) {
-  using std::exp;
-  using std::log;
+                    bool apply_mask, const S& inverse_temperature) {
   std::vector<S> logits;
   std::vector<Real> similarities;
   for (const Entry& entry : row.entries) {
     const S s = dot_rows(embeddings, entry.left, embeddings, entry.right);
     similarities.push_back(value_of(s));
-    logits.push_back(s / S(settings.temperature));
+    logits.push_back(s * inverse_temperature);
   }
   std::vector<bool> kept;
   mark_kept_entries(row, similarities, settings, apply_mask, kept);
   require_some_kept(kept);
-  if (!kept[static_cast<std::size_t>(row.target)]) return S(std::numeric_limits<Real>::infinity());
-  Real shift = -std::numeric_limits<Real>::infinity();  // the largest kept logit, for stability
-  for (std::size_t e = 0; e < logits.size(); ++e) {
-    if (kept[e]) shift = std::max(shift, value_of(logits[e]));
-  }
-  S sum(0);
-  for (std::size_t e = 0; e < logits.size(); ++e) {
-    if (kept[e]) sum += exp(logits[e] - S(shift));
-  }
-  return log(sum) + S(shift) - logits[static_cast<std::size_t>(row.target)];
+  return kept_cross_entropy(logits, kept, static_cast<std::size_t>(row.target));
 }
 
 template <class S>
 S mean_cross_entropy(const Rows<S>& embeddings, const std::vector<LogitRow>& rows,
-                     const LossSettings& settings, bool apply_mask) {
+                     const LossSettings& settings, bool apply_mask, const S& inverse_temperature) {
   S total(0);
-  for (const LogitRow& row : rows) total += row_cross_entropy(embeddings, row, settings, apply_mask);
+  for (const LogitRow& row : rows) {
+    total += row_cross_entropy(embeddings, row, settings, apply_mask, inverse_temperature);
+  }
   return total / S(static_cast<Real>(rows.size()));
 }
 

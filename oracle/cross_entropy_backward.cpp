@@ -12,7 +12,7 @@ namespace {
 
 // Buffers reused from row to row (a campaign case has thousands of rows).
 struct Scratch {
-  std::vector<Real> similarities;
+  std::vector<Real> similarities, logits, probabilities;
   std::vector<bool> kept;
 };
 
@@ -29,6 +29,15 @@ void note_mask_gap(const LogitRow& row, const std::vector<Real>& similarities,
   }
 }
 
+// One kept entry's share of dL/dtau: dL/dz * dz/dtau, with z = tau * s.
+void add_inverse_temperature_term(Real d_logit, Real d_logit_bound, Real similarity,
+                                  LossAndGradient& out) {
+  const Real term = d_logit * similarity;
+  out.grad_inverse_temperature += term;
+  out.grad_inverse_temperature_magnitude += std::abs(term);
+  out.grad_inverse_temperature_bound += d_logit_bound * std::abs(similarity);
+}
+
 // Adds one row's loss and its gradient, scaled by `weight`, to `out`.
 void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings& settings,
              bool apply_mask, Real weight, Scratch& scratch, LossAndGradient& out) {
@@ -42,26 +51,23 @@ void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings
   const std::vector<bool>& kept = scratch.kept;
   require_some_kept(kept);
   const Real inverse_t = 1 / settings.temperature;
-  Real shift = -std::numeric_limits<Real>::infinity();
+  scratch.logits.clear();
   for (std::size_t e = 0; e < similarities.size(); ++e) {
-    if (!kept[e]) continue;
-    shift = std::max(shift, similarities[e] * inverse_t);
-    out.max_abs_logit = std::max(out.max_abs_logit, std::abs(similarities[e] * inverse_t));
+    scratch.logits.push_back(similarities[e] * inverse_t);
+    if (kept[e]) out.max_abs_logit = std::max(out.max_abs_logit, std::abs(scratch.logits[e]));
   }
-  Real sum = 0;
-  for (std::size_t e = 0; e < similarities.size(); ++e) {
-    if (kept[e]) sum += std::exp(similarities[e] * inverse_t - shift);
-  }
+  const Real log_sum = kept_softmax(scratch.logits, kept, scratch.probabilities);
   const auto target = static_cast<std::size_t>(row.target);
-  const bool target_kept = kept[target];
-  out.loss += weight * (target_kept ? std::log(sum) + shift - similarities[target] * inverse_t
-                                    : std::numeric_limits<Real>::infinity());
+  out.loss += weight * (kept[target] ? log_sum - scratch.logits[target]
+                                     : std::numeric_limits<Real>::infinity());
   for (std::size_t e = 0; e < similarities.size(); ++e) {
     if (!kept[e]) continue;
-    const Real softmax = std::exp(similarities[e] * inverse_t - shift) / sum;
+    const Real softmax = scratch.probabilities[e];
     const Real d_logit = e == target ? softmax - 1 : softmax;  // target: only when kept
+    const Real d_logit_bound = e == target ? softmax + 1 : softmax;
     const Real d_similarity = weight * d_logit * inverse_t;
-    const Real d_bound = weight * (e == target ? softmax + 1 : softmax) * inverse_t;
+    const Real d_bound = weight * d_logit_bound * inverse_t;
+    add_inverse_temperature_term(weight * d_logit, weight * d_logit_bound, similarities[e], out);
     const Entry& entry = row.entries[e];
     out.grad_embeddings.row(entry.left) += d_similarity * embeddings.row(entry.right);
     out.grad_embeddings.row(entry.right) += d_similarity * embeddings.row(entry.left);

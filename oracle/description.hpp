@@ -51,6 +51,9 @@ struct Description {
   // use_batch = false under a summing reduction: the objective is the sum of
   // the shards' losses instead of their mean (SPEC sections 3 and 4).
   bool sum_over_shards = false;
+  // SPEC section 10: the inverse temperature tau = 1 / loss.temperature is a
+  // parameter (logits tau * s), and Result reports d objective / d tau.
+  bool learnable_temperature = false;
   std::vector<std::vector<ShardInput>> micro_steps;  // [micro][dp shard], A x P
   // [micro][stream]: with use_batch stream 0 pads the whole gathered batch;
   // without, stream d pads shard d. May be empty when hard_negatives is unset.
@@ -79,6 +82,13 @@ struct Result {
   // A bound on the terms of grad with softmax - onehot taken apart: the scale
   // at which rounding the logits perturbs it (cancellation included).
   RealRows grad_bound;
+  // d objective / d tau with learnable_temperature (0 otherwise), summed from
+  // the kept logit entries, dL/dz * s each; the sum of the |terms| it adds up
+  // (its rounding scale); and its terms' bound with softmax - onehot taken
+  // apart, as grad_bound.
+  Real grad_inverse_temperature = 0;
+  Real grad_inverse_temperature_magnitude = 0;
+  Real grad_inverse_temperature_bound = 0;
 };
 
 }  // namespace infonce::oracle

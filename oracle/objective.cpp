@@ -1,14 +1,37 @@
 #include "oracle/objective.hpp"
 
 #include <algorithm>
+#include <cmath>
 
+#include "base/error.hpp"
 #include "oracle/cross_entropy_backward.hpp"
 #include "oracle/encoder.hpp"
 #include "oracle/encoder_backward.hpp"
 
 namespace infonce::oracle {
+namespace {
+
+// tau = 1 / T must be a finite positive parameter for its gradient to exist.
+void require_valid_inverse_temperature(const LossSettings& settings) {
+  const Real tau = 1 / settings.temperature;
+  if (!std::isfinite(tau) || !(tau > 0)) {
+    throw InputError("oracle: a learnable inverse temperature needs a finite tau > 0");
+  }
+}
+
+// One loss term's share of d objective / d tau: the term's weight in the
+// objective (1/A, 1/P...) times its loss's own dL/dtau.
+void add_inverse_temperature_gradient(const LossAndGradient& loss, Real weight, Result& result) {
+  result.grad_inverse_temperature += weight * loss.grad_inverse_temperature;
+  result.grad_inverse_temperature_magnitude +=
+      std::abs(weight) * loss.grad_inverse_temperature_magnitude;
+  result.grad_inverse_temperature_bound += std::abs(weight) * loss.grad_inverse_temperature_bound;
+}
+
+}  // namespace
 
 Result evaluate(const Description& description) {
+  if (description.learnable_temperature) require_valid_inverse_temperature(description.loss);
   const std::vector<LossTerm> terms = objective_terms(description);
   const std::size_t shards =
       description.micro_steps.empty() ? 0 : description.micro_steps[0].size();
@@ -32,6 +55,8 @@ Result evaluate(const Description& description) {
         result.shard_losses[d] += term.report_weight * loss.loss;
       }
     }
+    if (description.learnable_temperature)
+      add_inverse_temperature_gradient(loss, term.weight, result);
     add_encoder_backward(description.weight, term.sentences, description.normalize,
                          loss.grad_embeddings, term.weight, result.grad, result.grad_magnitude);
     add_encoder_backward_bound(description.weight, term.sentences, description.normalize,

@@ -1,6 +1,7 @@
 // The oracle's pieces on cases small enough to work out by hand: every
 // expected value below is written from the SPEC with pencil and paper.
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -138,6 +139,81 @@ TEST(OracleLoss, TemperatureDividesTheSimilaritiesOnce) {
   Description d = one_dimensional({1, 1, 0}, {1, 0}, 1);
   d.loss.temperature = 0.5L;
   EXPECT_NEAR(static_cast<double>(evaluate(d).loss), std::log1p(std::exp(-2.0)), 1e-15);
+}
+
+// Learnable inverse temperature tau = 1 / T, one group q p n in 1-D (W = 1, no
+// normalisation): q = 1, p = 2, n = 0 give similarities 2 and 0, logits 2 tau
+// and 0. L(tau) = log(e^{2 tau} + 1) - 2 tau = log(1 + e^{-2 tau}), so
+// dL/dtau = -2 e^{-2 tau} / (1 + e^{-2 tau}) = -2 / (1 + e^{2 tau}).
+// Its terms: p's (softmax_p - 1) 2 = -2 / (1 + e^{2 tau}), n's softmax_n 0 = 0;
+// their bound (softmax_p + 1) 2 = 2 (2 e^{2 tau} + 1) / (1 + e^{2 tau}).
+TEST(OracleLearnableTemperature, OneGroupInOneDimensionByHand) {
+  for (const bool use_batch : {false, true}) {  // one group: the same single row
+    Description d = one_dimensional({1, 2, 0}, {1, 0}, 1);
+    d.loss.use_batch = use_batch;
+    d.loss.temperature = 0.5L;  // tau = 2
+    d.learnable_temperature = true;
+    const Result r = evaluate(d);
+    const double e4 = std::exp(4.0);
+    EXPECT_NEAR(static_cast<double>(r.loss), std::log1p(1 / e4), 1e-15);
+    EXPECT_NEAR(static_cast<double>(r.grad_inverse_temperature), -2 / (1 + e4), 1e-15);
+    EXPECT_NEAR(static_cast<double>(r.grad_inverse_temperature_magnitude), 2 / (1 + e4), 1e-15);
+    EXPECT_NEAR(static_cast<double>(r.grad_inverse_temperature_bound), 2 * (2 * e4 + 1) / (1 + e4),
+                1e-15);
+  }
+}
+
+// The mask drops an entry by its raw similarity and the threshold carries no
+// gradient: q = 1, p = 1, n_1 = 2, n_2 = 0, margin 0.5 give similarities
+// 1, 2, 0 and h = 1.5, so n_1 is masked and L(tau) = log(e^tau + 1) - tau,
+// dL/dtau = -1 / (1 + e^tau), at every tau (the mask does not move with it).
+TEST(OracleLearnableTemperature, TheMaskedEntryAddsNothing) {
+  for (const Real temperature : {1.0L, 0.25L}) {
+    Description d = one_dimensional({1, 1, 2, 0}, {1, 0, 0}, 1);
+    d.loss.temperature = temperature;
+    d.loss.mask_fake_negative = true;
+    d.loss.fake_neg_margin = 0.5L;
+    d.learnable_temperature = true;
+    const double tau = static_cast<double>(1 / temperature);
+    const Result r = evaluate(d);
+    EXPECT_NEAR(static_cast<double>(r.loss), std::log1p(std::exp(-tau)), 1e-15);
+    EXPECT_NEAR(static_cast<double>(r.grad_inverse_temperature), -1 / (1 + std::exp(tau)), 1e-15);
+  }
+}
+
+// Through the objective's structure: GA's 1/A, and without use_batch the mean
+// (or, summing, the sum) of the shards' losses. A group without negatives has
+// one logit, softmax 1, and no gradient.
+TEST(OracleLearnableTemperature, FollowsAccumulationAndTheShardMean) {
+  const double one = -2 / (1 + std::exp(2.0));  // tau = 1, as in the case above
+  Description d = one_dimensional({1, 2, 0}, {1, 0}, 1);
+  d.loss.temperature = 1;
+  d.learnable_temperature = true;
+  d.micro_steps.push_back(d.micro_steps[0]);
+  EXPECT_NEAR(static_cast<double>(evaluate(d).grad_inverse_temperature), one, 1e-15);
+  d.accumulation_normalize = false;
+  EXPECT_NEAR(static_cast<double>(evaluate(d).grad_inverse_temperature), 2 * one, 1e-15);
+
+  Description shards = one_dimensional({1, 2, 0}, {1, 0}, 1);
+  shards.loss.use_batch = false;
+  shards.loss.temperature = 1;
+  shards.learnable_temperature = true;
+  ShardInput second;
+  second.sentences = RealRows::Constant(2, 1, 1);
+  second.labels = {1};
+  shards.micro_steps[0].push_back(second);
+  EXPECT_NEAR(static_cast<double>(evaluate(shards).grad_inverse_temperature), one / 2, 1e-15);
+  shards.sum_over_shards = true;
+  EXPECT_NEAR(static_cast<double>(evaluate(shards).grad_inverse_temperature), one, 1e-15);
+}
+
+TEST(OracleLearnableTemperature, NeedsAFinitePositiveTau) {
+  Description d = one_dimensional({1, 2, 0}, {1, 0}, 1);
+  d.learnable_temperature = true;
+  for (const Real temperature : {0.0L, -1.0L, std::numeric_limits<Real>::infinity()}) {
+    d.loss.temperature = temperature;
+    EXPECT_THROW(evaluate(d), InputError) << static_cast<double>(temperature);
+  }
 }
 
 TEST(OracleEncoder, NormalisesAndDifferentiatesTheUnitVector) {
