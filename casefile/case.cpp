@@ -321,15 +321,77 @@ void check_expect_direct(const Case& c) {
   if (c.expect->direct.size() != direct_parameter_count(c)) {
     fail("expect.direct", "names " + std::to_string(c.expect->direct.size()) +
                               " parameters, the case has " +
-                              std::to_string(direct_parameter_count(c)) +
-                              " (learnable_temperature: inverse_temperature)");
+                              std::to_string(direct_parameter_count(c)));
   }
   for (const double value : c.expect->direct) check_finite("expect.direct", value);
+}
+
+// The CLIP family's invariants (casefile/clip_case.hpp), in place of the
+// InfoNCE batches and settings a CLIP case does not have.
+void check_clip(const Case& c) {
+  const ClipSettings& clip = *c.clip;
+  check_at_least("clip.image_tower.weight[0]", clip.image_features, 1);
+  check_at_least("clip.text_tower.weight[0]", c.feature_dim() - clip.image_features, 1);
+  check_finite("clip.log_logit_scale", clip.log_logit_scale);
+  // exp(log scale) times a similarity must stay finite: CLIP clamps the scale at 100.
+  if (clip.log_logit_scale > 50) {
+    fail("clip.log_logit_scale", "must be <= 50 (exp(50) = 5e21), got " +
+                                     real_text(clip.log_logit_scale));
+  }
+  if (clip.logit_bias) check_finite("clip.logit_bias", *clip.logit_bias);
+  if (c.learnable_temperature) fail("learnable_temperature", "is an InfoNCE key, not CLIP's");
+  if (c.accumulation_window) fail("accumulation.window", "is not supported for CLIP cases");
+  if (c.padding_draws) fail("padding_draws", "is an InfoNCE key, not CLIP's");
+  if (!c.batches.empty()) fail("batches", "is an InfoNCE key, not CLIP's (clip.batches)");
+  if (!c.loss.use_batch) fail("clip", "the CLIP family always gathers (use_batch)");
+  if (clip.batches.size() != static_cast<std::size_t>(c.accumulation_steps)) {
+    fail("clip.batches", "has " + number_text(static_cast<std::int64_t>(clip.batches.size())) +
+                             " micro-steps, accumulation.steps is " +
+                             number_text(c.accumulation_steps));
+  }
+  const std::int64_t image_features = clip.image_features;
+  const std::int64_t text_features = c.feature_dim() - image_features;
+  std::int64_t numbers = 0;
+  for (std::size_t m = 0; m < clip.batches.size(); ++m) {
+    const std::string micro_path = index_path("clip.batches", static_cast<std::int64_t>(m));
+    if (clip.batches[m].size() != static_cast<std::size_t>(c.mesh.dp)) {
+      fail(micro_path, "has " + number_text(static_cast<std::int64_t>(clip.batches[m].size())) +
+                           " DP shards, mesh.dp is " + number_text(c.mesh.dp));
+    }
+    for (std::size_t d = 0; d < clip.batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const ClipShardBatch& shard = clip.batches[m][d];
+      check_at_least(path + ".image", shard.image.rows(), 1);
+      check_at_most(path + ".image", shard.image.rows(), CaseLimits::kMaxGroupsPerShard);
+      if (shard.text.rows() != shard.image.rows()) {
+        fail(path + ".text", "has " + number_text(shard.text.rows()) + " rows, .image has " +
+                                 number_text(shard.image.rows()) + " (one pair per row)");
+      }
+      if (shard.image.cols() != image_features || shard.text.cols() != text_features) {
+        fail(path, "rows of " + number_text(shard.image.cols()) + " and " +
+                       number_text(shard.text.cols()) + " numbers, the towers take " +
+                       number_text(image_features) + " and " + number_text(text_features));
+      }
+      check_finite_rows(path + ".image", shard.image);
+      check_finite_rows(path + ".text", shard.text);
+      numbers += shard.image.size() + shard.text.size();
+    }
+    // The logits of one micro-step: (rows of the union)^2, twice.
+    std::int64_t rows = 0;
+    for (const ClipShardBatch& shard : clip.batches[m]) rows += shard.image.rows();
+    check_at_most(micro_path, 2 * rows * rows, CaseLimits::kMaxLogits);
+  }
+  check_at_most("clip.batches", numbers, CaseLimits::kMaxNumbers);
 }
 
 }  // namespace case_checks
 
 std::vector<std::string> direct_parameter_names(const Case& c) {
+  if (c.clip) {
+    std::vector<std::string> names{"log_logit_scale"};
+    if (c.clip->logit_bias) names.emplace_back("logit_bias");
+    return names;
+  }
   if (c.learnable_temperature) return {"inverse_temperature"};
   return {};
 }
@@ -340,12 +402,24 @@ Strategy effective_strategy(const Case& c) {
   trainer.gather = GatherKind::detached_own_live;
   trainer.scope = LossScope::global;
   trainer.reduction = c.reduction;
+  // A CLIP case always gathers (its loss.use_batch stays true).
   const bool fix_applies = c.compensate && c.loss.use_batch && c.reduction == Reduction::mean;
   trainer.scale = fix_applies ? BackwardScale::dp_shards : BackwardScale::none;
   return trainer;
 }
 
 void validate_case(const Case& c) {
+  if (c.clip) {
+    case_checks::check_mesh(c.mesh);
+    case_checks::check_weight(c.weight);
+    case_checks::check_accumulation_steps(c.accumulation_steps);
+    case_checks::check_accumulation_window(c);
+    case_checks::check_clip(c);
+    case_checks::check_expect(c);
+    case_checks::check_strategy(c);
+    case_checks::check_expect_direct(c);
+    return;
+  }
   case_checks::check_mesh(c.mesh);
   case_checks::check_loss_settings(c.loss);
   case_checks::check_weight(c.weight);

@@ -12,6 +12,7 @@
 #include "loss/padding.hpp"
 #include "loss/reference.hpp"
 #include "loss/settings.hpp"
+#include "casefile/clip_case.hpp"
 #include "casefile/strategy_value.hpp"
 
 namespace infonce {
@@ -34,11 +35,11 @@ enum class ScalarType { float64, float32 };
 struct Expectation {
   double loss = 0;
   Matrix<double> grad;  // D x F
+  double rtol = 1e-10;
+  double atol = 1e-12;
   // The direct parameters' gradients, in direct_parameter_names order; empty:
   // no claim about them (key expect.direct, optional).
   std::vector<double> direct;
-  double rtol = 1e-10;
-  double atol = 1e-12;
 };
 
 // Extension key "found" (optional): how a property campaign found this case,
@@ -81,6 +82,10 @@ struct Case {
   // inverse temperature tau = 1 / loss.temperature is a parameter of the model,
   // and the step and the reference give d objective / d tau as well.
   bool learnable_temperature = false;
+  // Extension key "family": "clip" with the "clip" object: the CLIP loss
+  // family (casefile/clip_case.hpp). Unset: InfoNCE. A CLIP case has no
+  // InfoNCE batches, settings or padding; `weight` holds both towers.
+  std::optional<ClipSettings> clip;
 
   // The micro-steps that run: the window, or every configured step.
   std::int32_t micro_steps_run() const { return accumulation_window.value_or(accumulation_steps); }
@@ -105,9 +110,13 @@ struct CaseLimits {
 // The parameters that enter the loss directly, in the order a step reports
 // their gradients after the encoder weight's D x F entries (the flat gradient
 // of step::RankOutput and step::DistributedResult): {"inverse_temperature"}
-// with a learnable temperature, else none.
+// with a learnable temperature; {"log_logit_scale"} and, when set,
+// {"logit_bias"} for CLIP; else none.
 std::vector<std::string> direct_parameter_names(const Case& c);
-inline std::size_t direct_parameter_count(const Case& c) { return c.learnable_temperature ? 1 : 0; }
+inline std::size_t direct_parameter_count(const Case& c) {
+  if (c.clip) return c.clip->logit_bias ? 2 : 1;
+  return c.learnable_temperature ? 1 : 0;
+}
 
 // The strategy the step of `c` runs: the "strategy" key, or the trainer's
 // (pattern A): the detached gather with the own slot live, the global loss,

@@ -31,6 +31,8 @@ void check_padding_draws(const Case& c);
 void check_expect(const Case& c);
 // expect.direct names every direct parameter of the case, with finite values.
 void check_expect_direct(const Case& c);
+// The CLIP family's shapes, numbers and keys (casefile/clip_case.hpp).
+void check_clip(const Case& c);
 void check_strategy(const Case& c);
 
 }  // namespace infonce::case_checks

@@ -266,6 +266,11 @@ constexpr std::array<EnumName<RngMode>, 2> kRngModeNames{{
     {RngMode::synced, "synced"},
     {RngMode::per_rank, "per-rank"},
 }};
+enum class LossFamily { infonce, clip };
+constexpr std::array<EnumName<LossFamily>, 2> kLossFamilyNames{{
+    {LossFamily::infonce, "infonce"},
+    {LossFamily::clip, "clip"},
+}};
 constexpr std::array<EnumName<ScalarType>, 2> kScalarTypeNames{{
     {ScalarType::float64, "float64"},
     {ScalarType::float32, "float32"},
@@ -536,6 +541,86 @@ void read_padding_draws(const Json& value, Case& c) {
   c.padding_draws = std::move(draws);
 }
 
+// A tower of the CLIP family: {"normalize", "weight"} (D x F_tower).
+Matrix<double> read_tower(const Json& value, const std::string& path, bool& normalize) {
+  const ObjectReader tower(value, path, {"normalize", "weight"});
+  normalize = read_bool(tower.required("normalize"), tower.path("normalize"));
+  const Json& weight = tower.required("weight");
+  read_array(weight, tower.path("weight"));
+  if (weight.size() > static_cast<std::size_t>(CaseLimits::kMaxDim)) {
+    fail(tower.path("weight"), count_text(weight.size()) + " rows (D), above the limit " +
+                                   std::to_string(CaseLimits::kMaxDim));
+  }
+  if (!weight.empty() && weight[0].is_array() &&
+      (weight[0].empty() || weight[0].size() > static_cast<std::size_t>(CaseLimits::kMaxDim))) {
+    fail(index_path(tower.path("weight"), 0),
+         "expected 1 to " + std::to_string(CaseLimits::kMaxDim) + " numbers (F), got " +
+             count_text(weight[0].size()));
+  }
+  return read_matrix(weight, tower.path("weight"), std::nullopt, std::nullopt);
+}
+
+// n rows of `columns` numbers each (a CLIP shard's image or text rows).
+Matrix<double> read_rows(const Json& value, const std::string& path, std::size_t columns,
+                         std::int64_t& numbers_in_case) {
+  read_array(value, path);
+  if (value.size() > static_cast<std::size_t>(CaseLimits::kMaxGroupsPerShard)) {
+    fail(path, count_text(value.size()) + " rows, above the limit " +
+                   std::to_string(CaseLimits::kMaxGroupsPerShard));
+  }
+  numbers_in_case += static_cast<std::int64_t>(value.size() * columns);
+  if (numbers_in_case > CaseLimits::kMaxNumbers) {
+    fail(path, "the case holds more than " + std::to_string(CaseLimits::kMaxNumbers) +
+                   " feature numbers (the limit)");
+  }
+  return read_matrix(value, path, value.size(), columns);
+}
+
+// The "clip" object of a CLIP-family case: towers, direct parameters, batches.
+void read_clip(const Json& value, Case& c) {
+  const ObjectReader clip(value, "clip",
+                          {"image_tower", "text_tower", "log_logit_scale", "logit_bias", "batches"});
+  ClipSettings settings;
+  const Matrix<double> image =
+      read_tower(clip.required("image_tower"), clip.path("image_tower"), settings.image_normalize);
+  const Matrix<double> text =
+      read_tower(clip.required("text_tower"), clip.path("text_tower"), settings.text_normalize);
+  if (image.rows() != text.rows()) {
+    fail(clip.path("text_tower.weight"), "has " + count_text(text.rows()) +
+                                             " rows (D), the image tower has " +
+                                             count_text(image.rows()));
+  }
+  settings.image_features = static_cast<std::int32_t>(image.cols());
+  c.weight.resize(image.rows(), image.cols() + text.cols());
+  c.weight << image, text;
+  settings.log_logit_scale =
+      read_double(clip.required("log_logit_scale"), clip.path("log_logit_scale"));
+  if (const Json* bias = clip.optional("logit_bias"); bias != nullptr && !bias->is_null()) {
+    settings.logit_bias = read_double(*bias, clip.path("logit_bias"));
+  }
+  const Json& batches = clip.required("batches");
+  read_array_of(batches, clip.path("batches"), static_cast<std::size_t>(c.accumulation_steps),
+                "micro-steps (accumulation.steps)");
+  std::int64_t numbers_in_case = 0;
+  for (std::size_t m = 0; m < batches.size(); ++m) {
+    const std::string micro_path = index_path(clip.path("batches"), static_cast<std::int64_t>(m));
+    read_array_of(batches[m], micro_path, static_cast<std::size_t>(c.mesh.dp),
+                  "DP shards (mesh.dp)");
+    auto& shards = settings.batches.emplace_back();
+    for (std::size_t d = 0; d < batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const ObjectReader shard(batches[m][d], path, {"image", "text"});
+      ClipShardBatch batch;
+      batch.image = read_rows(shard.required("image"), shard.path("image"),
+                              static_cast<std::size_t>(image.cols()), numbers_in_case);
+      batch.text = read_rows(shard.required("text"), shard.path("text"),
+                             static_cast<std::size_t>(text.cols()), numbers_in_case);
+      shards.push_back(std::move(batch));
+    }
+  }
+  c.clip = std::move(settings);
+}
+
 void read_expect(const Json& value, Case& c) {
   const ObjectReader expect(value, "expect", {"loss", "grad", "direct", "rtol", "atol"});
   Expectation result;
@@ -659,14 +744,40 @@ std::string_view choice_name(Enum value, const std::array<EnumName<Enum>, N>& ch
   return name;
 }
 
+// The "clip" object: towers (Case::weight split at F_image), direct
+// parameters, batches.
+OrderedJson clip_json(const Case& c) {
+  const ClipSettings& clip = *c.clip;
+  const Eigen::Index image = clip.image_features;
+  OrderedJson out;
+  out["image_tower"] = {{"normalize", clip.image_normalize},
+                        {"weight", matrix_json(c.weight.leftCols(image))}};
+  out["text_tower"] = {{"normalize", clip.text_normalize},
+                       {"weight", matrix_json(c.weight.rightCols(c.weight.cols() - image))}};
+  out["log_logit_scale"] = clip.log_logit_scale;
+  out["logit_bias"] = clip.logit_bias ? OrderedJson(*clip.logit_bias) : OrderedJson(nullptr);
+  OrderedJson batches = OrderedJson::array();
+  for (const auto& micro : clip.batches) {
+    OrderedJson shards = OrderedJson::array();
+    for (const ClipShardBatch& shard : micro) {
+      shards.push_back({{"image", matrix_json(shard.image)}, {"text", matrix_json(shard.text)}});
+    }
+    batches.push_back(std::move(shards));
+  }
+  out["batches"] = std::move(batches);
+  return out;
+}
+
 OrderedJson case_json(const Case& c) {
   OrderedJson out;
   out["format"] = kFormat;
+  if (c.clip) out["family"] = "clip";
   out["mesh"] = {{"world", c.mesh.world}, {"dp", c.mesh.dp}};
   out["reduction"] = choice_name(c.reduction, kReductionNames);
   out["gather"] = choice_name(c.gather, kGatherPathNames);
   out["compensate"] = c.compensate;
-  OrderedJson loss;
+  if (!c.clip) {
+    OrderedJson loss;
   loss["temperature"] = c.loss.temperature;
   loss["use_batch"] = c.loss.use_batch;
   loss["hard_negatives"] =
@@ -675,12 +786,17 @@ OrderedJson case_json(const Case& c) {
   loss["mask_fake_negative"] = c.loss.mask_fake_negative;
   loss["fake_neg_margin"] = c.loss.fake_neg_margin;
   loss["include_qq"] = c.loss.include_qq;
-  loss["include_dd"] = c.loss.include_dd;
-  out["loss"] = std::move(loss);
-  out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
+    loss["include_dd"] = c.loss.include_dd;
+    out["loss"] = std::move(loss);
+    out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
+  } else {
+    out["clip"] = clip_json(c);
+  }
   out["accumulation"] = {{"steps", c.accumulation_steps}, {"normalize", c.accumulation_normalize}};
   if (c.accumulation_window) out["accumulation"]["window"] = *c.accumulation_window;
-  out["rng"] = {{"mode", choice_name(c.rng_mode, kRngModeNames)}, {"seed", c.rng_seed}};
+  if (!c.clip) {
+    out["rng"] = {{"mode", choice_name(c.rng_mode, kRngModeNames)}, {"seed", c.rng_seed}};
+  }
   // The extension key is written only when it departs from the SPEC's default.
   if (c.scalar == ScalarType::float32) out["dtype"] = "float32";
   if (c.strategy) {
@@ -691,13 +807,15 @@ OrderedJson case_json(const Case& c) {
   }
   if (c.learnable_temperature) out["learnable_temperature"] = true;
   if (c.padding_draws) out["padding_draws"] = *c.padding_draws;
-  OrderedJson batches = OrderedJson::array();
-  for (const auto& micro : c.batches) {
-    OrderedJson shards = OrderedJson::array();
-    for (const loss::ShardBatch& shard : micro) shards.push_back(shard_json(shard));
-    batches.push_back(std::move(shards));
+  if (!c.clip) {
+    OrderedJson batches = OrderedJson::array();
+    for (const auto& micro : c.batches) {
+      OrderedJson shards = OrderedJson::array();
+      for (const loss::ShardBatch& shard : micro) shards.push_back(shard_json(shard));
+      batches.push_back(std::move(shards));
+    }
+    out["batches"] = std::move(batches);
   }
-  out["batches"] = std::move(batches);
   if (c.expect) {
     out["expect"] = {{"loss", c.expect->loss}, {"grad", matrix_json(c.expect->grad)}};
     if (!c.expect->direct.empty()) {
@@ -720,19 +838,34 @@ OrderedJson case_json(const Case& c) {
   return out;
 }
 
+// Arrays nested in `value`, objects seen through (a CLIP shard's rows).
 std::size_t array_depth(const OrderedJson& value) {
-  if (!value.is_array()) return 0;
+  if (!value.is_array() && !value.is_object()) return 0;
   std::size_t deepest = 0;
   for (const auto& element : value) deepest = std::max(deepest, array_depth(element));
-  return 1 + deepest;
+  return (value.is_array() ? 1 : 0) + deepest;
 }
 
-// Arrays nested three or more deep (batches, padding_draws) are broken into
-// lines down to one group per line; everything else is compact. nlohmann
+// Arrays nested three or more deep (batches, padding_draws, clip.batches) are
+// broken into lines down to one group (a CLIP shard) per line; everything
+// else is compact. nlohmann
 // prints doubles in the shortest form that reads back to the same bits.
 void append_laid_out(std::string& out, const OrderedJson& value, std::size_t indent) {
   if (array_depth(value) < 3 || value.empty()) {
     out += value.dump();
+    return;
+  }
+  if (value.is_object()) {  // the "clip" object: one key per line
+    out += "{\n";
+    std::size_t index = 0;
+    for (const auto& [key, member] : value.items()) {
+      out.append(indent + 2, ' ');
+      out += OrderedJson(key).dump() + ": ";
+      append_laid_out(out, member, indent + 2);
+      out += ++index < value.size() ? ",\n" : "\n";
+    }
+    out.append(indent, ' ');
+    out += '}';
     return;
   }
   out += "[\n";
@@ -745,17 +878,49 @@ void append_laid_out(std::string& out, const OrderedJson& value, std::size_t ind
   out += ']';
 }
 
+// The keys of a CLIP-family case ("family": "clip"): no InfoNCE settings,
+// encoder, generators or batches.
+Case parse_clip_case(const ObjectReader& root) {
+  for (const std::string_view key :
+       {"loss", "encoder", "rng", "batches", "padding_draws", "learnable_temperature"}) {
+    if (root.optional(key) != nullptr) {
+      fail(key, "is an InfoNCE key; a case with \"family\": \"clip\" has none");
+    }
+  }
+  Case c;
+  c.mesh = read_mesh(root.required("mesh"));
+  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
+  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
+  c.compensate = read_bool(root.required("compensate"), "compensate");
+  read_accumulation(root.required("accumulation"), c);
+  if (const Json* dtype = given(root, "dtype")) {
+    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
+  }
+  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  read_clip(root.required("clip"), c);
+  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
+  if (const Json* found = given(root, "found")) read_found(*found, c);
+  validate_case(c);
+  return c;
+}
+
 }  // namespace
 
 Case parse_case(std::string_view json_text) {
   const Json document = parse_json(json_text);
   const ObjectReader root(
       document, "",
-      {"format", "mesh", "reduction", "gather", "compensate", "loss", "encoder", "accumulation",
-       "rng", "dtype", "strategy", "learnable_temperature", "padding_draws", "batches", "expect",
-       "found"});
-  Case c;
+      {"format", "family", "mesh", "reduction", "gather", "compensate", "loss", "encoder", "clip",
+       "accumulation", "rng", "dtype", "strategy", "learnable_temperature", "padding_draws",
+       "batches", "expect", "found"});
   read_format(root);
+  if (const Json* family = given(root, "family")) {
+    if (read_choice(*family, "family", kLossFamilyNames) == LossFamily::clip) {
+      return parse_clip_case(root);
+    }
+  }
+  if (root.optional("clip") != nullptr) fail("clip", "needs \"family\": \"clip\"");
+  Case c;
   c.mesh = read_mesh(root.required("mesh"));
   c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
   c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);

@@ -52,7 +52,7 @@ struct CheckSettings : CampaignSettings {
 // What was typed; an option given as "" is still given (and then invalid).
 struct RawOptions {
   std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
-      corpus_dir, sut, sut_timeout, oracle, strategies;
+      corpus_dir, sut, sut_timeout, oracle, strategies, family;
   std::vector<std::string> reports, restrict;
   bool no_corpus = false, before_after = false, self_check = false;
 };
@@ -80,6 +80,8 @@ po::options_description check_options(RawOptions& raw) {
       "strategies", po::value<std::string>()->value_name("all|POINT"),
       "the strategy campaign instead: each case at a strategy point (all: drawn from the 36; "
       "or one, e.g. autograd/local/scale-P/mean), its gradient against the prediction")(
+      "family", po::value<std::string>()->value_name("both|infonce|clip"),
+      "with --strategies: the loss families drawn (default both: every other case CLIP)")(
       "oracle", po::value<std::string>()->value_name("every|sampled|off"),
       "where oracle-agrees runs (default sampled: every case up to a size bound, above it every "
       "16th)")(
@@ -120,6 +122,7 @@ void take_all(const po::variables_map& values, RawOptions& raw) {
   if (values.count("restrict")) raw.restrict = values["restrict"].as<std::vector<std::string>>();
   take(values, "oracle", raw.oracle);
   take(values, "strategies", raw.strategies);
+  take(values, "family", raw.family);
 }
 
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
@@ -383,6 +386,36 @@ std::pair<std::vector<std::string>, bool> take_backend(std::span<const std::stri
 
 int run_check_on_fibers(const CommandContext& context);
 
+// One family's rows of the strategy campaign's table (points with cases only);
+// each mismatching point's first mismatch is added to `mismatches`.
+void print_strategy_cells(std::ostream& out, const char* family,
+                          const std::array<properties::StrategyCell, 36>& cells,
+                          std::vector<std::string>& mismatches) {
+  std::int64_t cases = 0;
+  for (const properties::StrategyCell& cell : cells) cases += cell.cases;
+  if (cases == 0) return;
+  char line[320];
+  std::snprintf(line, sizeof line, "%-48s %6s %5s %5s %8s %6s %8s %6s %6s %8s %9s %9s\n", "point",
+                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other", "mismatch",
+                "direct ok", "direct n1");
+  out << line;
+  const auto all = step::all_strategies();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const properties::StrategyCell& cell = cells[i];
+    if (cell.cases == 0) continue;
+    const auto n = [](std::int64_t v) { return static_cast<long long>(v); };
+    const std::string point = std::string(family) + " " + step::name_of(all[i]);
+    std::snprintf(line, sizeof line,
+                  "%-48s %6lld %5lld %5lld %8lld %6lld %8lld %6lld %6lld %8lld %9lld %9lld\n",
+                  point.c_str(), n(cell.cases), n(cell.discarded), n(cell.near_ties),
+                  n(cell.correct), n(cell.ratio), n(cell.counterexamples),
+                  n(cell.no_counterexample), n(cell.no_counterexample_other), n(cell.mismatched),
+                  n(cell.direct_confirmed), n(cell.direct_one_number));
+    out << line;
+    if (cell.mismatched > 0) mismatches.push_back(point + ": " + cell.first_mismatch);
+  }
+}
+
 // --strategies: the strategy campaign (properties/strategy_campaign.hpp).
 // Only the seed, the case budget and the generator distribution apply.
 int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
@@ -406,6 +439,7 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   properties::StrategyCampaignOptions options;
   try {
     options.only = properties::parse_strategy_choice(*raw.strategies);
+    if (raw.family) options.families = properties::parse_family_choice(*raw.family);
   } catch (const InputError& e) {
     throw UsageError(std::string("check: ") + e.what());
   }
@@ -418,27 +452,10 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   std::ostream& out = context.out;
   out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
       << limits
-      << ", encoder and direct (1/T) gradients against step/strategy.hpp's prediction\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-40s %6s %5s %5s %8s %6s %8s %6s %6s %8s %6s %6s\n", "point",
-                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other", "mismatch",
-                "1/T ok", "1/T n1");
-  out << line;
-  const auto all = step::all_strategies();
+      << ", encoder and direct gradients against step/strategy.hpp's prediction\n";
   std::vector<std::string> mismatches;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const properties::StrategyCell& cell = result.cells[i];
-    if (cell.cases == 0) continue;
-    const auto n = [](std::int64_t v) { return static_cast<long long>(v); };
-    std::snprintf(line, sizeof line,
-                  "%-40s %6lld %5lld %5lld %8lld %6lld %8lld %6lld %6lld %8lld %6lld %6lld\n",
-                  step::name_of(all[i]).c_str(), n(cell.cases), n(cell.discarded),
-                  n(cell.near_ties), n(cell.correct), n(cell.ratio), n(cell.counterexamples),
-                  n(cell.no_counterexample), n(cell.no_counterexample_other), n(cell.mismatched),
-                  n(cell.direct_confirmed), n(cell.direct_one_number));
-    out << line;
-    if (cell.mismatched > 0) mismatches.push_back(step::name_of(all[i]) + ": " + cell.first_mismatch);
-  }
+  print_strategy_cells(out, "infonce", result.cells, mismatches);
+  print_strategy_cells(out, "clip", result.clip_cells, mismatches);
   out << "correct / ratio / counter: cases where the prediction (correct; an exact ratio r != 1; "
          "no single ratio) held: the gradient is the reference, r x the reference, or no "
          "multiple of it (a counterexample)\n";
@@ -446,9 +463,10 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
          "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
          "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the case; f32m: "
          "not judged, a float32 local loss with the fake-negative mask (near ties)\n";
-  out << "1/T ok: cases with a learnable inverse temperature (every other case) whose d/d(1/T) is "
-         "the predicted r x the reference's (r = 1: correct); 1/T n1: predicted no single ratio "
-         "(unequal batches), not judged: one number is a multiple of any other\n";
+  out << "direct ok: cases with direct parameters (InfoNCE: a learnable 1/T on every other case; "
+         "CLIP: the log logit scale, and the bias where set) whose gradients are the predicted r x "
+         "the reference's (r = 1: correct); direct n1: predicted no single ratio (unequal "
+         "batches), not judged: one number is a multiple of any other\n";
   if (mismatches.empty()) {
     out << "PASS: every observed outcome is the predicted one (" << result.cases << " cases)\n";
     return kExitOk;
@@ -473,6 +491,7 @@ int run_check_on_fibers(const CommandContext& context) {
   const auto values = parse_command_options(context, check_options(raw));
   if (!values) return kExitOk;
   take_all(*values, raw);
+  if (raw.family && !raw.strategies) throw UsageError("check: --family applies only with --strategies");
   if (raw.strategies) return run_strategy_check(raw, context);
   CheckSettings s = settle(raw);
   // The SUT processes live as long as the campaign (and its shrinking).
@@ -504,7 +523,7 @@ const RegisterCommand kCheck{
     {"check",
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
-     "[--mutant NAME] [--strategies all|POINT] [--format human|json|junit] [--report FILE]... [--self-check] "
+     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip]] [--format human|json|junit] [--report FILE]... [--self-check] "
      "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};
 

@@ -60,7 +60,8 @@ bool rejected_by_reference(const Case& c) {
 void record_baseline(Case& c) {
   const step::CaseReport report = step::run_case(c, nullptr, {});
   const step::Tolerance t = step::tolerance_for(c.scalar);
-  c.expect = Expectation{report.loss, report.grad, t.rtol * 100, t.atol * 100};
+  c.expect = Expectation{report.loss, report.grad, t.rtol * 100, t.atol * 100,
+                         report.direct ? report.direct->grad : std::vector<double>{}};
 }
 
 struct Candidate {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/assert.hpp"
 #include "base/error.hpp"
 #include "properties/oracle_case.hpp"
 #include "step/tolerance.hpp"
@@ -48,13 +49,20 @@ struct OracleTolerance {
     const step::Tolerance t = step::tolerance_for(c.scalar);
     const double conditioning = 32 * unit_roundoff_of(c) * (1 + oracle.max_abs_logit);
     const double direction = encoding_direction_error(c, oracle);
-    loss_atol =
-        t.atol + conditioning + 4 * direction * (oracle.max_abs_logit + 1 / c.loss.temperature);
+    loss_atol = t.atol + conditioning + 4 * direction * (oracle.max_abs_logit + oracle.logit_factor);
     rtol = t.rtol;
     atol = t.atol;
     grad_scale = std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
     rounding = conditioning * max_abs(oracle.grad_bound) + 4 * direction * grad_scale;
+    const std::vector<double>& direct = oracle.values.direct_grad;
+    for (std::size_t i = 0; i < direct.size(); ++i) {
+      const double scale = std::max(std::abs(direct[i]), oracle.values.direct_magnitude[i]);
+      direct_allowance.push_back(atol + rtol * scale + conditioning * oracle.direct_bound[i] +
+                                 4 * direction * scale);
+    }
   }
+  // Per direct parameter, what a value may differ from the oracle's by.
+  std::vector<double> direct_allowance;
   // The allowance of two independent roundings (the reference's and a step's).
   OracleTolerance doubled() const {
     OracleTolerance t = *this;
@@ -62,7 +70,29 @@ struct OracleTolerance {
     t.rtol = 2 * rtol;
     t.atol = 2 * atol;
     t.rounding = 2 * rounding;
+    for (double& allowance : t.direct_allowance) allowance *= 2;
     return t;
+  }
+  // Empty when every direct parameter's gradient is within its allowance.
+  std::string direct_difference(const std::vector<std::string>& names,
+                                const std::vector<double>& direct,
+                                const std::vector<double>& oracle) const {
+    INFONCE_ASSERT(direct.size() == oracle.size() && oracle.size() == direct_allowance.size());
+    for (std::size_t i = 0; i < direct.size(); ++i) {
+      const double error = std::abs(direct[i] - oracle[i]);
+      if (std::isfinite(error) && error <= direct_allowance[i]) continue;
+      return "d/d" + names[i] + " " + format_detail(direct[i]) + " differs from the oracle's " +
+             format_detail(oracle[i]);
+    }
+    return {};
+  }
+  double direct_fraction(const std::vector<double>& direct, const std::vector<double>& oracle) const {
+    double used = 0;
+    for (std::size_t i = 0; i < direct.size() && i < oracle.size(); ++i) {
+      const double error = std::abs(direct[i] - oracle[i]);
+      used = std::max(used, std::isfinite(error) ? error / direct_allowance[i] : INFINITY);
+    }
+    return used;
   }
   bool loss_close(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle;
@@ -98,7 +128,7 @@ OracleValues owed_oracle(const Case& c, const OracleValues& oracle) {
 }
 
 // Empty when the loss/ reference agrees with the oracle, else what differs.
-std::string reference_disagreement(const step::ReferenceValues& reference,
+std::string reference_disagreement(const Case& c, const step::ReferenceValues& reference,
                                    const OracleValues& oracle, const OracleTolerance& t) {
   const step::ReferenceValues& o = oracle.values;
   if (!t.loss_close(reference.loss, o.loss)) {
@@ -113,7 +143,10 @@ std::string reference_disagreement(const step::ReferenceValues& reference,
     }
   }
   const std::string grad = t.grad_difference(reference.grad, o.grad);
-  return grad.empty() ? grad : "reference gradient " + grad;
+  if (!grad.empty()) return "reference gradient " + grad;
+  const std::string direct =
+      t.direct_difference(direct_parameter_names(c), reference.direct_grad, o.direct_grad);
+  return direct.empty() ? direct : "reference " + direct;
 }
 
 // Empty when every rank's loss and the reduced gradient agree with the oracle.
@@ -133,7 +166,11 @@ std::string step_disagreement(const Case& c, const step::DistributedResult& dist
     }
   }
   const std::string grad = t.grad_difference(judged.grad, o.grad);
-  return grad.empty() ? grad : "step gradient " + grad;
+  if (!grad.empty()) return "step gradient " + grad;
+  if (!judged.direct) return {};
+  const std::string direct =
+      t.direct_difference(judged.direct->names, judged.direct->grad, o.direct_grad);
+  return direct.empty() ? direct : "step " + direct;
 }
 
 }  // namespace
@@ -141,8 +178,9 @@ std::string step_disagreement(const Case& c, const step::DistributedResult& dist
 double tolerance_used(const Case& c, const step::ReferenceValues& values,
                       const OracleValues& oracle) {
   const OracleTolerance t(c, oracle);
-  double used = std::max(t.loss_fraction(values.loss, oracle.values.loss),
-                         t.grad_fraction(values.grad, oracle.values.grad));
+  double used = std::max({t.loss_fraction(values.loss, oracle.values.loss),
+                          t.grad_fraction(values.grad, oracle.values.grad),
+                          t.direct_fraction(values.direct_grad, oracle.values.direct_grad)});
   for (std::size_t d = 0; d < oracle.values.shard_losses.size() && d < values.shard_losses.size();
        ++d) {
     used = std::max(used, t.loss_fraction(values.shard_losses[d], oracle.values.shard_losses[d]));
@@ -197,7 +235,7 @@ void check_oracle_agrees(const Case& c, const step::DistributedResult& distribut
                          CaseVerdict& verdict) {
   verdict.oracle_checked = true;
   const OracleTolerance tolerance(c, oracle);
-  std::string detail = reference_disagreement(reference, oracle, tolerance);
+  std::string detail = reference_disagreement(c, reference, oracle, tolerance);
   if (detail.empty()) {
     // A step without the fix owes the oracle's gradient / P (property 2).
     const OracleValues owed = owed_oracle(c, oracle);
@@ -230,6 +268,12 @@ void admit_own_rounding(const Case& c, const OracleValues& oracle, step::CaseRep
     report.loss_matches = report.loss_matches && twice.loss_close(report.losses[w], expected);
   }
   report.grad_matches = twice.grad_difference(report.grad, report.reference.grad).empty();
+  if (report.direct) {
+    report.direct->matches =
+        twice.direct_difference(report.direct->names, report.direct->grad,
+                                report.reference.direct_grad)
+            .empty();
+  }
   // The error is shown against the scale this allowance stands for: a
   // saturated softmax's gradient can be all rounding (0 against 3e-8).
   report.error_scale = std::max(report.error_scale, t.grad_scale + t.rounding / t.rtol);
@@ -244,6 +288,14 @@ namespace infonce::properties {
 std::int64_t oracle_work(const Case& c) {
   const std::int64_t dim = c.embedding_dim();
   std::int64_t work = 0;
+  if (c.clip) {  // per micro-step: both towers' rows, and N^2 logits in each direction
+    for (const auto& shards : c.clip->batches) {
+      std::int64_t pairs = 0;
+      for (const ClipShardBatch& shard : shards) pairs += shard.image.rows();
+      work += pairs * dim * c.feature_dim() + 2 * pairs * pairs * dim;
+    }
+    return work;
+  }
   for (const auto& shards : c.batches) {
     std::int64_t groups = 0, docs = 0, rows = 0;
     for (const loss::ShardBatch& shard : shards) {

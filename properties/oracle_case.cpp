@@ -1,7 +1,9 @@
 #include "properties/oracle_case.hpp"
 
 #include <algorithm>
+#include <cmath>
 
+#include "oracle/clip_objective.hpp"
 #include "oracle/objective.hpp"
 #include "step/recorded_padding.hpp"
 
@@ -58,6 +60,7 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
   d.normalize = c.encoder_normalize;
   d.accumulation_normalize = c.accumulation_normalize;
   d.sum_over_shards = !c.loss.use_batch && c.reduction == Reduction::sum;
+  d.learnable_temperature = c.learnable_temperature;
   // Only the micro-steps that run (a partial accumulation window leaves the
   // rest empty): the oracle divides by the number of micro-steps it is given.
   const std::size_t run = static_cast<std::size_t>(c.micro_steps_run());
@@ -74,7 +77,63 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
   return d;
 }
 
+oracle::ClipDescription oracle_clip_description(const Case& c) {
+  const ClipSettings& clip = *c.clip;
+  const Eigen::Index image = clip.image_features;
+  oracle::ClipDescription d;
+  d.image_weight = input_rows(c.weight.leftCols(image), c.scalar);
+  d.image_normalize = clip.image_normalize;
+  d.text_weight = input_rows(c.weight.rightCols(c.weight.cols() - image), c.scalar);
+  d.text_normalize = clip.text_normalize;
+  d.log_scale = clip.log_logit_scale;
+  if (clip.logit_bias) d.bias = *clip.logit_bias;
+  d.accumulation_normalize = c.accumulation_normalize;
+  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+    std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
+    for (const ClipShardBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
+      micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
+    }
+  }
+  return d;
+}
+
+namespace {
+
+// The towers side by side, as Case::weight lays them out.
+Matrix<double> side_by_side(const oracle::RealRows& image, const oracle::RealRows& text) {
+  Matrix<double> out(image.rows(), image.cols() + text.cols());
+  out << to_double(image), to_double(text);
+  return out;
+}
+
+OracleValues clip_oracle_values(const Case& c) {
+  const oracle::ClipResult r = oracle::evaluate_clip(oracle_clip_description(c));
+  OracleValues out;
+  out.max_abs_logit = static_cast<double>(r.max_abs_logit);
+  out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
+  out.min_mask_gap = INFINITY;  // no mask
+  out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
+  out.logit_factor = std::exp(c.clip->log_logit_scale);
+  step::ReferenceValues& values = out.values;
+  values.loss = static_cast<double>(r.loss);
+  values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
+  values.grad = side_by_side(r.grad_image_weight, r.grad_text_weight);
+  values.grad_magnitude = side_by_side(r.grad_image_magnitude, r.grad_text_magnitude);
+  values.direct_grad = {static_cast<double>(r.grad_log_scale)};
+  values.direct_magnitude = {static_cast<double>(r.grad_log_scale_magnitude)};
+  out.direct_bound = {static_cast<double>(r.grad_log_scale_bound)};
+  if (c.clip->logit_bias) {
+    values.direct_grad.push_back(static_cast<double>(r.grad_bias));
+    values.direct_magnitude.push_back(static_cast<double>(r.grad_bias_magnitude));
+    out.direct_bound.push_back(static_cast<double>(r.grad_bias_bound));
+  }
+  return out;
+}
+
+}  // namespace
+
 OracleValues oracle_values(const Case& c) {
+  if (c.clip) return clip_oracle_values(c);
   const oracle::Result r = oracle::evaluate(oracle_description(c, step::record_padding_draws(c)));
   OracleValues out;
   out.max_abs_logit = static_cast<double>(r.max_abs_logit);
@@ -86,6 +145,12 @@ OracleValues oracle_values(const Case& c) {
   for (const oracle::Real loss : r.shard_losses) values.shard_losses.push_back(static_cast<double>(loss));
   values.grad = to_double(r.grad);
   values.grad_magnitude = to_double(r.grad_magnitude);
+  out.logit_factor = 1 / c.loss.temperature;
+  if (c.learnable_temperature) {
+    values.direct_grad = {static_cast<double>(r.grad_inverse_temperature)};
+    values.direct_magnitude = {static_cast<double>(r.grad_inverse_temperature_magnitude)};
+    out.direct_bound = {static_cast<double>(r.grad_inverse_temperature_bound)};
+  }
   return out;
 }
 

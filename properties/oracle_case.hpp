@@ -5,6 +5,7 @@
 
 #include "casefile/case.hpp"
 #include "loss/padding.hpp"
+#include "oracle/clip_description.hpp"
 #include "oracle/description.hpp"
 #include "step/run_case.hpp"
 
@@ -14,6 +15,8 @@ namespace infonce::properties {
 // (step::record_padding_draws). A float32 case's numbers are rounded to float
 // first: they are the inputs its step computes with.
 oracle::Description oracle_description(const Case& c, const loss::RecordedDraws& draws);
+// A CLIP-family case as the oracle reads it (oracle/clip_description.hpp).
+oracle::ClipDescription oracle_clip_description(const Case& c);
 
 struct OracleValues {
   step::ReferenceValues values;  // the oracle's objective, widened to double
@@ -21,6 +24,12 @@ struct OracleValues {
   double max_encoding_condition = 1;  // oracle::Result::max_encoding_condition
   double min_mask_gap = 0;  // oracle::Result::min_mask_gap
   Matrix<double> grad_bound;  // oracle::Result::grad_bound
+  // The direct parameters' bounds (as grad_bound), in direct_parameter_names
+  // order; their values and magnitudes are in `values`.
+  std::vector<double> direct_bound;
+  // The factor a similarity is multiplied by in a logit: 1/T, or CLIP's
+  // exp(log_logit_scale).
+  double logit_factor = 1;
 };
 
 // The oracle's objective of `c`. Throws InputError where the oracle finds no

@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "base/rng.hpp"
 #include "properties/campaign.hpp"
+#include "properties/clip_case.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
 
@@ -66,6 +67,46 @@ double softmax_cancellation_scale_direct(const Case& c) {
   return 2.0 * max_norm * max_norm * static_cast<double>(rows) / static_cast<double>(queries);
 }
 
+// The CLIP analogues: a logit is f s with f = exp(log_logit_scale), so each
+// dL/de row's terms reach f m over the pairs, before the softmax's
+// cancellation; per dL/dW entry 4 f m times the sum of |x| over a shard's
+// rows, over the pairs, times P: a local loss averages over one shard's
+// pairs, about N / P.
+struct ClipScales {
+  double encoders = 0;
+  double log_scale = 0;  // terms of dL/dlog_scale: (p + y) f |s| <= 2 f m^2 per row and direction
+  double bias = 0;       // terms of dL/dbias: (p + y) <= 2 per row and direction
+};
+
+ClipScales clip_cancellation_scales(const Case& c) {
+  const ClipSettings& clip = *c.clip;
+  const Eigen::Index image = clip.image_features;
+  double max_norm = 0;
+  double feature_abs_sum = 0;
+  std::int64_t pairs = 0;
+  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+    for (const ClipShardBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
+      pairs += shard.image.rows();
+      for (Eigen::Index r = 0; r < shard.image.rows(); ++r) {
+        const double image_norm = (c.weight.leftCols(image) * shard.image.row(r).transpose()).norm();
+        const double text_norm =
+            (c.weight.rightCols(c.weight.cols() - image) * shard.text.row(r).transpose()).norm();
+        max_norm = std::max({max_norm, clip.image_normalize ? std::min(image_norm, 1.0) : image_norm,
+                             clip.text_normalize ? std::min(text_norm, 1.0) : text_norm});
+      }
+      feature_abs_sum = std::max({feature_abs_sum, shard.image.cwiseAbs().colwise().sum().maxCoeff(),
+                                  shard.text.cwiseAbs().colwise().sum().maxCoeff()});
+    }
+  }
+  const double factor = std::exp(clip.log_logit_scale);
+  ClipScales out;
+  if (pairs == 0) return out;
+  out.encoders = 4.0 * factor * max_norm * feature_abs_sum * c.mesh.dp / static_cast<double>(pairs);
+  out.log_scale = 4.0 * factor * max_norm * max_norm;
+  out.bias = 4.0;
+  return out;
+}
+
 double unit_roundoff(ScalarType scalar) {
   return scalar == ScalarType::float64 ? 0x1p-53 : 0x1p-24;
 }
@@ -87,19 +128,31 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
     return;
   }
   const double ratio = result.direct_prediction.ratio;
-  const double value = flat.at(static_cast<std::size_t>(c.weight.size()));
-  const double ref = reference.direct_grad.at(0);
-  const double scale = std::max(std::abs(ref), reference.direct_magnitude.at(0));
-  const double allowance = 16.0 * unit_roundoff(c.scalar) * softmax_cancellation_scale_direct(c);
-  const double error = std::abs(value - ratio * ref);
-  const bool ok = std::isfinite(error) &&
-                  error <= t.atol + std::max(std::abs(ratio), 1.0) * (t.rtol * scale + allowance);
-  result.direct = ok ? DirectObservation::confirmed : DirectObservation::mismatch;
-  if (!ok) {
-    result.detail = "direct (inverse_temperature): predicted " +
+  const std::vector<std::string> names = direct_parameter_names(c);
+  std::vector<double> cancelled(names.size());
+  if (c.clip) {
+    const ClipScales scales = clip_cancellation_scales(c);
+    cancelled[0] = scales.log_scale;
+    if (cancelled.size() > 1) cancelled[1] = scales.bias;
+  } else {
+    cancelled[0] = softmax_cancellation_scale_direct(c);
+  }
+  result.direct = DirectObservation::confirmed;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const double value = flat.at(static_cast<std::size_t>(c.weight.size()) + i);
+    const double ref = reference.direct_grad.at(i);
+    const double scale = std::max(std::abs(ref), reference.direct_magnitude.at(i));
+    const double allowance = 16.0 * unit_roundoff(c.scalar) * cancelled[i];
+    const double error = std::abs(value - ratio * ref);
+    const bool ok = std::isfinite(error) &&
+                    error <= t.atol + std::max(std::abs(ratio), 1.0) * (t.rtol * scale + allowance);
+    if (ok) continue;
+    result.direct = DirectObservation::mismatch;
+    result.detail = "direct (" + names[i] + "): predicted " +
                     step::describe(result.direct_prediction) + ": |grad - " + number(ratio) +
                     " ref| = " + number(error) + " (ref " + number(ref) + ", step " +
                     number(value) + ", scale " + number(scale) + ")";
+    return;
   }
 }
 
@@ -128,6 +181,14 @@ step::StepShape step_shape(const Case& c) {
   shape.dp = c.mesh.dp;
   shape.world = c.mesh.world;
   shape.use_batch = c.loss.use_batch;
+  if (c.clip) {
+    for (const auto& shards : c.clip->batches) {
+      for (const ClipShardBatch& shard : shards) {
+        shape.equal_batches = shape.equal_batches && shard.image.rows() == shards.front().image.rows();
+      }
+    }
+    return shape;
+  }
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     const auto& shards = c.batches[static_cast<std::size_t>(m)];
     for (const loss::ShardBatch& shard : shards) {
@@ -146,10 +207,12 @@ struct StrategyDraw {
   step::Strategy strategy;
   bool equal_shards = false;
   bool learnable_temperature = false;
+  bool clip = false;
 };
 
 StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
-                           const std::optional<step::Strategy>& only) {
+                           const std::optional<step::Strategy>& only,
+                           FamilyChoice families = FamilyChoice::infonce) {
   const std::uint64_t draw = derive_seed(seed ^ 0x57a7e9eULL, static_cast<std::uint64_t>(index));
   StrategyDraw out;
   if (only) {
@@ -163,6 +226,8 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   // group sizes of the first shard with a group (per micro-step).
   out.equal_shards = out.strategy.scope == step::LossScope::local && (draw / 64) % 2 == 1;
   out.learnable_temperature = (draw / 128) % 2 == 1;
+  out.clip = families == FamilyChoice::clip ||
+             (families == FamilyChoice::both && (draw / 256) % 2 == 1);
   return out;
 }
 
@@ -180,11 +245,11 @@ Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
       for (auto& shard : micro) shard = sizes;
     }
   }
-  Case c = build_case(spec);
+  Case c = draw.clip ? build_clip_case(spec) : build_case(spec);
   c.reduction = draw.strategy.reduction;
   c.compensate = true;  // the strategy's scale decides; the key requires it
   c.strategy = draw.strategy;
-  c.learnable_temperature = draw.learnable_temperature;
+  c.learnable_temperature = draw.learnable_temperature && !draw.clip;
   validate_case(c);
   return c;
 }
@@ -192,9 +257,10 @@ Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
 }  // namespace
 
 Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
-                   const std::optional<step::Strategy>& only, CaseSpec* spec_out) {
+                   const std::optional<step::Strategy>& only, CaseSpec* spec_out,
+                   FamilyChoice families) {
   CaseSpec spec = generate_spec(seed, index, limits);
-  Case c = strategy_case_of(spec, strategy_draw(seed, index, only));
+  Case c = strategy_case_of(spec, strategy_draw(seed, index, only, families));
   if (spec_out != nullptr) *spec_out = spec;
   return c;
 }
@@ -243,7 +309,7 @@ StrategyCaseResult check_strategy_case(const Case& c) {
   const Matrix<double> grad = Eigen::Map<const Matrix<double>>(distributed.grads[0].data(),
                                                                c.embedding_dim(), c.feature_dim());
   const step::Tolerance t = step::tolerance_for(c.scalar);
-  if (c.learnable_temperature) {
+  if (direct_parameter_count(c) > 0) {
     judge_direct(c, distributed.grads[0], reference, t, result);
     if (result.direct == DirectObservation::mismatch) {
       result.observation = StrategyObservation::mismatch;
@@ -255,7 +321,8 @@ StrategyCaseResult check_strategy_case(const Case& c) {
   // covers long sums of the gradient's own size, would be 9000 u on them and
   // hide dropped terms a saturated softmax leaves small.
   const double cancellation_allowance =
-      16.0 * unit_roundoff(c.scalar) * softmax_cancellation_scale(c);
+      16.0 * unit_roundoff(c.scalar) *
+      (c.clip ? clip_cancellation_scales(c).encoders : softmax_cancellation_scale(c));
   const auto within = [&](double ratio) {
     const double error = max_abs(grad - ratio * reference.grad);
     const bool ok =
@@ -290,8 +357,8 @@ StrategyCaseResult check_strategy_case(const Case& c) {
   // groups may still be equal (one shard alone holds every query), so the
   // step can be a multiple of the reference although predict() calls the
   // batches unequal.
-  bool empty_shard = false;
-  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+  bool empty_shard = false;  // a CLIP shard is never empty
+  for (std::int32_t m = 0; !c.clip && m < c.micro_steps_run(); ++m) {
     for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
       empty_shard = empty_shard || shard.negative_counts.empty();
     }
@@ -303,16 +370,26 @@ StrategyCaseResult check_strategy_case(const Case& c) {
 std::int64_t StrategyCampaignResult::mismatched() const {
   std::int64_t total = 0;
   for (const StrategyCell& cell : cells) total += cell.mismatched;
+  for (const StrategyCell& cell : clip_cells) total += cell.mismatched;
   return total;
+}
+
+FamilyChoice parse_family_choice(const std::string& text) {
+  if (text == "both") return FamilyChoice::both;
+  if (text == "infonce") return FamilyChoice::infonce;
+  if (text == "clip") return FamilyChoice::clip;
+  throw InputError("--family must be 'both', 'infonce' or 'clip', not '" + text.substr(0, 60) +
+                   "'");
 }
 
 StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& options) {
   StrategyCampaignResult out;
   for (std::int64_t index = 0; index < options.cases; ++index) {
     CaseSpec spec;
-    const Case c = strategy_case(options.seed, index, options.limits, options.only, &spec);
+    const Case c =
+        strategy_case(options.seed, index, options.limits, options.only, &spec, options.families);
     const StrategyCaseResult r = check_strategy_case(c);
-    StrategyCell& cell = out.cells[strategy_index(r.strategy)];
+    StrategyCell& cell = (c.clip ? out.clip_cells : out.cells)[strategy_index(r.strategy)];
     ++cell.cases;
     ++out.cases;
     cell.direct_confirmed += r.direct == DirectObservation::confirmed ? 1 : 0;
@@ -346,8 +423,8 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
         ++cell.mismatched;
         if (!cell.first_mismatch_index) {
           cell.first_mismatch_index = index;
-          cell.first_mismatch =
-              "case " + std::to_string(index) + " (" + describe(spec) + "): " + r.detail;
+          cell.first_mismatch = "case " + std::to_string(index) + " (" +
+                                (c.clip ? "clip " : "") + describe(spec) + "): " + r.detail;
         }
         break;
     }
@@ -393,8 +470,8 @@ StrategyCaseResult check_spec(CaseSpec spec, const StrategyDraw& draw, CaseSpec&
 std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOptions& options) {
   INFONCE_ASSERT(options.max_cases >= 1 && options.max_shrink_evaluations >= 0);
   for (std::int64_t index = 0; index < options.max_cases; ++index) {
-    const StrategyDraw draw{options.point,
-                            strategy_draw(options.seed, index, options.point).equal_shards};
+    StrategyDraw draw = strategy_draw(options.seed, index, options.point, options.family);
+    draw.learnable_temperature = false;  // the witness shows the encoders
     rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
     StrategyWitness witness;
     witness.index = index;

@@ -10,9 +10,11 @@
 //     skipped, not passed.
 // Within the step's tolerance (step/tolerance.hpp) scaled by max(|r|, 1).
 // Case i's strategy is a function of (seed, i) only, like its spec. Every
-// other case also has a learnable inverse temperature (the case file's
-// "learnable_temperature"), whose gradient is compared with the prediction
-// for the direct parameters the same way; it leaves the encoders' unchanged.
+// other InfoNCE case also has a learnable inverse temperature (the case file's
+// "learnable_temperature"), and every CLIP case has its log logit scale (and
+// a bias where the spec says), whose gradients are compared with the
+// prediction for the direct parameters the same way. Both loss families run
+// at every point (FamilyChoice::both: every other case is CLIP).
 #pragma once
 
 #include <array>
@@ -27,6 +29,9 @@
 #include "step/strategy.hpp"
 
 namespace infonce::properties {
+
+// The loss families a strategy campaign draws from.
+enum class FamilyChoice { both, infonce, clip };
 
 enum class StrategyObservation {
   discarded,          // the reference rejects the case (as the main campaign discards it)
@@ -73,8 +78,14 @@ step::StepShape step_shape(const Case& c);
 // its reduction and the fix's compensate flag set to match. Every other case
 // with a local loss has its DP shards' group sizes made equal (the
 // first shard with a group's, per micro-step).
+// With FamilyChoice::both, every other case (a function of (seed, index)) is
+// the CLIP case of its spec (properties/clip_case.hpp).
 Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
-                   const std::optional<step::Strategy>& only, CaseSpec* spec = nullptr);
+                   const std::optional<step::Strategy>& only, CaseSpec* spec = nullptr,
+                   FamilyChoice families = FamilyChoice::infonce);
+
+// "both", "infonce" or "clip"; throws InputError naming the choices otherwise.
+FamilyChoice parse_family_choice(const std::string& text);
 
 struct StrategyCell {
   std::int64_t cases = 0;
@@ -102,10 +113,12 @@ struct StrategyCampaignOptions {
   std::int64_t cases = 3600;
   GeneratorLimits limits = default_limits();
   std::optional<step::Strategy> only;  // unset: every point
+  FamilyChoice families = FamilyChoice::both;
 };
 
 struct StrategyCampaignResult {
-  std::array<StrategyCell, 36> cells;  // in all_strategies() order
+  std::array<StrategyCell, 36> cells;       // InfoNCE, in all_strategies() order
+  std::array<StrategyCell, 36> clip_cells;  // CLIP, likewise
   std::int64_t cases = 0;
   std::int64_t mismatched() const;
 };
@@ -132,6 +145,7 @@ struct StrategyWitnessOptions {
   GeneratorLimits limits = default_limits();
   std::int64_t max_cases = 200;                // cases tried before giving up (a limit)
   std::int32_t max_shrink_evaluations = 2000;  // RapidCheck shrink candidates judged
+  FamilyChoice family = FamilyChoice::infonce;   // infonce or clip
   // Only cases with the gather (use_batch), as the strategy matrix assumes:
   // without one the scope and the gather do not apply.
   bool with_gather = true;

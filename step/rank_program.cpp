@@ -14,6 +14,8 @@
 #include "loss/learnable_temperature.hpp"
 #include "loss/padding.hpp"
 #include "sim/ddp.hpp"
+#include "step/clip_rank_program.hpp"
+#include "step/gather.hpp"
 #include "step/strategy.hpp"
 
 namespace infonce::step {
@@ -31,97 +33,6 @@ struct GlobalBatch {
   std::int64_t own_offset = 0;
   const Matrix<Scalar>& matrix() const { return shared.value ? *shared.value : embeddings; }
 };
-
-template <class Scalar>
-std::vector<std::byte> matrix_to_bytes(const Matrix<Scalar>& m) {
-  const std::int64_t header[2] = {m.rows(), m.cols()};
-  std::vector<std::byte> bytes(sizeof(header) +
-                               sizeof(Scalar) * static_cast<std::size_t>(m.size()));
-  std::memcpy(bytes.data(), header, sizeof(header));
-  if (m.size() > 0)
-    std::memcpy(bytes.data() + sizeof(header), m.data(), bytes.size() - sizeof(header));
-  return bytes;
-}
-
-// One gathered shard: its shape and its row-major values, inside the storage
-// of the Gathered that holds it.
-struct ShardView {
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
-  const std::byte* values = nullptr;
-};
-
-ShardView shard_from_bytes(std::span<const std::byte> bytes, std::size_t scalar_bytes) {
-  std::int64_t header[2];
-  INFONCE_ASSERT(bytes.size() >= sizeof(header));
-  std::memcpy(header, bytes.data(), sizeof(header));
-  INFONCE_ASSERT(header[0] >= 0 && header[1] >= 0);
-  INFONCE_ASSERT(bytes.size() ==
-                 sizeof(header) + scalar_bytes * static_cast<std::size_t>(header[0] * header[1]));
-  return {header[0], header[1], bytes.data() + sizeof(header)};
-}
-
-// Per-shard embeddings (views, in DP-rank order) and labels. The rows are
-// copied once, straight into the global batch (assemble).
-template <class Scalar>
-struct Gathered {
-  sim::GatheredObjects objects;  // object path: the shards' serialized matrices
-  std::vector<Scalar> values;    // tensor path: every shard's values
-  std::vector<ShardView> shards;
-  std::vector<std::uint8_t> labels;  // already flattened (or local only)
-};
-
-// Object path: gather_object(sentences.unsqueeze(0)) and gather_object(labels),
-// each flattened one level: per-shard matrices, and the labels concatenated.
-struct GatheredObjectPair {
-  sim::GatheredObjects matrices;
-  sim::GatheredObjects labels;
-};
-
-GatheredObjectPair gather_object_pair(sim::Communicator& comm, const sim::Group& dp_group,
-                                      std::span<const std::byte> matrix_bytes,
-                                      const std::vector<std::uint8_t>& labels) {
-  GatheredObjectPair out;
-  out.matrices = comm.all_gather_object(dp_group, matrix_bytes);
-  const std::span<const std::byte> label_bytes(reinterpret_cast<const std::byte*>(labels.data()),
-                                               labels.size());
-  out.labels = comm.all_gather_object(dp_group, label_bytes);
-  return out;
-}
-
-std::vector<std::uint8_t> concatenated_labels(const sim::GatheredObjects& objects) {
-  std::vector<std::uint8_t> labels;
-  labels.reserve(objects.bytes().size());
-  for (const auto& bytes : objects) {
-    const auto* first = reinterpret_cast<const std::uint8_t*>(bytes.data());
-    labels.insert(labels.end(), first, first + bytes.size());
-  }
-  return labels;
-}
-
-template <class Scalar>
-Gathered<Scalar> from_objects(GatheredObjectPair pair) {
-  Gathered<Scalar> out;
-  out.objects = std::move(pair.matrices);
-  out.shards.reserve(out.objects.size());
-  for (const auto& bytes : out.objects)
-    out.shards.push_back(shard_from_bytes(bytes, sizeof(Scalar)));
-  out.labels = concatenated_labels(pair.labels);
-  return out;
-}
-
-template <class Scalar>
-Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_group,
-                                const Matrix<Scalar>& local,
-                                const std::vector<std::uint8_t>& labels) {
-  return from_objects<Scalar>(gather_object_pair(comm, dp_group, matrix_to_bytes(local), labels));
-}
-
-std::string own_slot_error(std::int32_t own_slot, std::size_t slots) {
-  // The trainer's `all_sentences[rank] = sentences` raises IndexError here.
-  return "own slot " + std::to_string(own_slot) + " is outside the " + std::to_string(slots) +
-         " gathered shards (IndexError in the trainer)";
-}
 
 // Every shard of an object gather concatenated in slot order (what assemble
 // builds when the own slot holds the rank's own bits), with its hash.
@@ -165,73 +76,15 @@ bool slot_holds_own_rows(const sim::GatheredObjects& objects, const Matrix<Scala
                       sizeof(Scalar) * static_cast<std::size_t>(local.size())) == 0);
 }
 
-// Tensor path: all-gather the shapes (rows, D, label count), then the data
-// into buffers of those shapes, then the labels (unless the mutant skips it).
-template <class Scalar>
-Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_group,
-                                const Matrix<Scalar>& local,
-                                const std::vector<std::uint8_t>& labels, bool gather_labels) {
-  const std::int64_t my_shape[3] = {local.rows(), local.cols(),
-                                    static_cast<std::int64_t>(labels.size())};
-  const std::vector<std::int64_t> shapes = comm.all_gather(dp_group, std::span(my_shape));
-  const std::int32_t members = dp_group.size();
-  std::vector<std::int64_t> data_counts(members), label_counts(members);
-  for (std::int32_t i = 0; i < members; ++i) {
-    data_counts[i] = shapes[3 * i] * shapes[3 * i + 1];
-    label_counts[i] = shapes[3 * i + 2];
-  }
-  Gathered<Scalar> out;
-  out.values = comm.all_gather_v(
-      dp_group, std::span<const Scalar>(local.data(), static_cast<std::size_t>(local.size())),
-      data_counts);
-  std::size_t cursor = 0;
-  out.shards.reserve(static_cast<std::size_t>(members));
-  for (std::int32_t i = 0; i < members; ++i) {
-    out.shards.push_back({shapes[3 * i], shapes[3 * i + 1],
-                          reinterpret_cast<const std::byte*>(out.values.data() + cursor)});
-    cursor += static_cast<std::size_t>(data_counts[i]);
-  }
-  INFONCE_ASSERT(cursor == out.values.size());
-  if (!gather_labels) {
-    out.labels = labels;
-    return out;
-  }
-  const std::vector<std::int64_t> wide(labels.begin(), labels.end());
-  const std::vector<std::int64_t> gathered =
-      comm.all_gather_v(dp_group, std::span(wide), label_counts);
-  out.labels.assign(gathered.begin(), gathered.end());  // each label is 0 or 1
-  return out;
-}
-
 // Slot `own_slot` holds the live local rows (every other slot is a constant);
 // the slots are concatenated in order.
 template <class Scalar>
 GlobalBatch<Scalar> assemble(Gathered<Scalar> gathered, const Matrix<Scalar>& local,
                              std::int32_t own_slot) {
-  const auto slots = static_cast<std::int32_t>(gathered.shards.size());
-  if (own_slot >= slots) throw InputError(own_slot_error(own_slot, gathered.shards.size()));
+  AssembledRows<Scalar> rows = assemble_rows(gathered, local, own_slot);
   GlobalBatch<Scalar> global;
-  std::int64_t rows = 0;
-  for (std::int32_t i = 0; i < slots; ++i) {
-    if (i == own_slot) global.own_offset = rows;
-    rows += i == own_slot ? local.rows() : gathered.shards[i].rows;
-  }
-  global.embeddings.resize(rows, local.cols());
-  std::int64_t row = 0;
-  for (std::int32_t i = 0; i < slots; ++i) {
-    if (i == own_slot) {
-      global.embeddings.middleRows(row, local.rows()) = local;
-      row += local.rows();
-      continue;
-    }
-    const ShardView& shard = gathered.shards[i];
-    if (shard.rows > 0) {
-      INFONCE_ASSERT(shard.cols == local.cols());
-      std::memcpy(global.embeddings.row(row).data(), shard.values,
-                  sizeof(Scalar) * static_cast<std::size_t>(shard.rows * shard.cols));
-    }
-    row += shard.rows;
-  }
+  global.embeddings = std::move(rows.rows);
+  global.own_offset = rows.own_offset;
   global.labels = std::move(gathered.labels);
   return global;
 }
@@ -245,21 +98,6 @@ std::int64_t count_padded_positives(const loss::GroupLayout& layout) {
   return count;
 }
 
-double accumulation_divisor(const Case& c, const StepVariant& v) {
-  // A partial window (SPEC section 12) is normalised by the micro-steps that ran.
-  const double steps = v.window_by_configured_steps ? c.accumulation_steps : c.micro_steps_run();
-  const double once = c.accumulation_normalize ? steps : 1.0;
-  switch (v.accumulation) {
-    case AccumulationScaling::once:
-      return once;
-    case AccumulationScaling::missing:
-      return 1.0;
-    case AccumulationScaling::twice:
-      return once * steps;
-  }
-  INFONCE_ASSERT(false);
-  return 1.0;
-}
 
 // Which gathered slot each group of `layout` belongs to (its query's row).
 std::vector<std::int32_t> slot_of_groups(const loss::GroupLayout& layout,
@@ -362,17 +200,6 @@ RankPadding rank_padding(const Case& c, std::int32_t world_rank) {
           0};
 }
 
-// `m` in Scalar: itself when it already is, else cast into `storage`.
-template <class Scalar>
-const Matrix<Scalar>& as_scalar(const Matrix<double>& m, Matrix<Scalar>& storage) {
-  if constexpr (std::is_same_v<Scalar, double>) {
-    return m;
-  } else {
-    storage = m.cast<Scalar>();
-    return storage;
-  }
-}
-
 template <class Scalar>
 std::shared_ptr<const loss::LossAndGradient<Scalar>> loss_and_gradient(
     SharedLosses<Scalar>* shared, std::int32_t micro, const Matrix<Scalar>& embeddings,
@@ -401,48 +228,23 @@ OwnGroups own_groups(const loss::GroupLayout& layout, const std::vector<std::int
   return own;
 }
 
-// The gradient the rank's own rows receive from its loss's dL/d(gathered
-// rows), by the gather of its strategy:
-// - detached-own-live: its own slot's gradient (every role of its rows);
-// - detached: none under a global loss (every slot a constant); under a local
-//   loss, its queries still come from its local tensor: only their share as
-//   logit rows (`query_rows`);
-// - autograd: the gather's backward, the reduce-scatter over the DP group of
-//   every rank's gradient (member i: slot i summed over the ranks).
-template <class Scalar>
-Matrix<Scalar> own_rows_gradient(sim::Communicator& comm, const sim::Group& dp_group,
-                                 GatherKind gather, const Matrix<Scalar>& grad_embeddings,
-                                 const Matrix<Scalar>* query_rows,
-                                 const std::vector<std::int64_t>& slot_rows,
-                                 std::int64_t own_offset, std::int64_t own_rows,
-                                 std::int32_t dp_rank) {
-  switch (gather) {
-    case GatherKind::detached_own_live:
-      return grad_embeddings.middleRows(own_offset, own_rows);
-    case GatherKind::detached:
-      if (query_rows != nullptr) return query_rows->middleRows(own_offset, own_rows);
-      return Matrix<Scalar>::Zero(own_rows, grad_embeddings.cols());
-    case GatherKind::autograd: {
-      std::vector<std::int64_t> counts;
-      for (const std::int64_t rows : slot_rows) counts.push_back(rows * grad_embeddings.cols());
-      INFONCE_ASSERT(counts.size() == static_cast<std::size_t>(dp_group.size()));
-      if (slot_rows[static_cast<std::size_t>(dp_rank)] != own_rows) {
-        throw InputError("an autograd gather needs the rank's own rows in its DP slot");
-      }
-      const std::vector<Scalar> summed = comm.reduce_scatter_v(
-          dp_group,
-          std::span<const Scalar>(grad_embeddings.data(),
-                                  static_cast<std::size_t>(grad_embeddings.size())),
-          counts);
-      INFONCE_ASSERT(static_cast<std::int64_t>(summed.size()) == own_rows * grad_embeddings.cols());
-      return Eigen::Map<const Matrix<Scalar>>(summed.data(), own_rows, grad_embeddings.cols());
-    }
+}  // namespace
+
+double accumulation_divisor(const Case& c, const StepVariant& v) {
+  // A partial window (SPEC section 12) is normalised by the micro-steps that ran.
+  const double steps = v.window_by_configured_steps ? c.accumulation_steps : c.micro_steps_run();
+  const double once = c.accumulation_normalize ? steps : 1.0;
+  switch (v.accumulation) {
+    case AccumulationScaling::once:
+      return once;
+    case AccumulationScaling::missing:
+      return 1.0;
+    case AccumulationScaling::twice:
+      return once * steps;
   }
   INFONCE_ASSERT(false);
-  return {};
+  return 1.0;
 }
-
-}  // namespace
 
 double compensation_scale(const Case& c, const StepVariant& v) {
   return backward_scale(strategy_of(c, v).scale, {.dp = c.mesh.dp, .world = c.mesh.world});
@@ -451,6 +253,7 @@ double compensation_scale(const Case& c, const StepVariant& v) {
 template <class Scalar>
 RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, const StepVariant& v,
                                     SharedLosses<Scalar>* shared) {
+  if (c.clip) return run_clip_rank_program<Scalar>(comm, c, v);
   const std::int32_t world_rank = comm.world_rank();
   INFONCE_ASSERT(comm.world_size() == c.mesh.world);
   const std::int32_t dp_rank = c.mesh.dp_rank(world_rank);

@@ -34,4 +34,9 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c,
 // The backward scale s of SPEC section 3 (with the variant's deviations).
 double compensation_scale(const Case& c, const StepVariant& variant);
 
+// What each micro-step's loss and gradient are divided by: A with GA
+// normalisation (the micro-steps that ran, SPEC section 12), else 1 (with the
+// variant's deviations).
+double accumulation_divisor(const Case& c, const StepVariant& variant);
+
 }  // namespace infonce::step

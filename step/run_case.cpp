@@ -6,6 +6,7 @@
 
 #include "base/assert.hpp"
 #include "loss/reference.hpp"
+#include "step/clip_reference.hpp"
 #include "step/rank_program.hpp"
 
 namespace infonce::step {
@@ -107,6 +108,7 @@ ExpectCheck check_expect(const Expectation& e, double loss, const Matrix<double>
 }  // namespace
 
 ReferenceValues compute_case_reference(const Case& c) {
+  if (c.clip) return compute_clip_reference(c);
   return c.scalar == ScalarType::float64 ? reference_in<double>(c) : reference_in<float>(c);
 }
 

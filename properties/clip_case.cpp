@@ -1,0 +1,75 @@
+#include "properties/clip_case.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/rng.hpp"
+
+namespace infonce::properties {
+namespace {
+
+Matrix<double> normal_rows(Rng& rng, std::int64_t rows, std::int64_t cols) {
+  Matrix<double> m(rows, cols);
+  for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = rng.normal();
+  return m;
+}
+
+// The spec's feature style on one tower's rows, where it applies to CLIP.
+void apply_style(Rng& rng, FeatureStyle style, Matrix<double>& rows) {
+  for (Eigen::Index i = 0; i < rows.rows(); ++i) {
+    switch (style) {
+      case FeatureStyle::normal:
+      case FeatureStyle::threshold_ties:  // a mask tie: InfoNCE only
+        return;
+      case FeatureStyle::duplicated:
+        if (i > 0 && rng.below(3) == 0) rows.row(i) = rows.row(static_cast<Eigen::Index>(rng.below(i)));
+        break;
+      case FeatureStyle::zero_rows:
+        if (rng.below(4) == 0) rows.row(i).setZero();
+        break;
+      case FeatureStyle::collinear:
+        if (i > 0 && rng.below(2) == 0) rows.row(i) = (0.5 + 1.5 * rng.unit()) * rows.row(0);
+        break;
+      case FeatureStyle::magnitudes:
+        rows.row(i) *= std::pow(10.0, 8.0 * rng.unit() - 4.0);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+Case build_clip_case(const CaseSpec& spec) {
+  Rng rng(spec.data_seed ^ 0xc11bULL);
+  Case c;
+  c.mesh = {spec.world, spec.dp};
+  c.reduction = spec.reduction;
+  c.gather = spec.gather;
+  c.compensate = spec.compensate;
+  c.scalar = spec.scalar;
+  c.accumulation_steps = spec.accumulation_steps();
+  c.accumulation_normalize = spec.accumulation_normalize;
+  const std::int32_t features = spec.feature_dim;
+  c.weight = normal_rows(rng, spec.embedding_dim, 2 * features);
+  ClipSettings clip;
+  clip.image_features = features;
+  clip.image_normalize = spec.normalize;
+  clip.text_normalize = spec.normalize && !spec.include_dd;
+  clip.log_logit_scale = std::log(1.0 / spec.temperature);
+  if (spec.include_qq) clip.logit_bias = rng.normal();
+  for (const auto& micro : spec.negatives) {
+    auto& shards = clip.batches.emplace_back();
+    for (const auto& groups : micro) {
+      const auto pairs = static_cast<std::int64_t>(std::max<std::size_t>(groups.size(), 1));
+      ClipShardBatch shard{normal_rows(rng, pairs, features), normal_rows(rng, pairs, features)};
+      apply_style(rng, spec.features, shard.image);
+      apply_style(rng, spec.features, shard.text);
+      shards.push_back(std::move(shard));
+    }
+  }
+  c.clip = std::move(clip);
+  validate_case(c);
+  return c;
+}
+
+}  // namespace infonce::properties

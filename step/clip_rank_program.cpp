@@ -1,0 +1,136 @@
+#include "step/clip_rank_program.hpp"
+
+#include <vector>
+
+#include "base/assert.hpp"
+#include "loss/clip.hpp"
+#include "loss/encoder.hpp"
+#include "sim/ddp.hpp"
+#include "step/gather.hpp"
+#include "step/strategy.hpp"
+
+namespace infonce::step {
+namespace {
+
+// One tower's rows after the gather: every slot's, the own live rows at own_offset.
+template <class Scalar>
+AssembledRows<Scalar> tower_rows(sim::Communicator& comm, const sim::Group& dp_group,
+                                 const Case& c, bool gather, const Matrix<Scalar>& local,
+                                 std::int32_t dp_rank) {
+  if (gather) return gather_rows(comm, dp_group, c.gather, local, dp_rank);
+  AssembledRows<Scalar> own;
+  own.rows = local;
+  own.slot_rows = {local.rows()};
+  return own;
+}
+
+// A tower's dL/d(gathered rows) over every role, and (local loss) the share
+// of its own rows as queries, laid out over the gathered rows.
+template <class Scalar>
+struct TowerGradient {
+  Matrix<Scalar> total;
+  Matrix<Scalar> query_rows;  // local loss only
+};
+
+template <class Scalar>
+TowerGradient<Scalar> tower_gradient(const Matrix<Scalar>& grad_docs,
+                                     const Matrix<Scalar>& grad_queries, bool local_loss,
+                                     std::int64_t own_offset) {
+  TowerGradient<Scalar> out;
+  if (!local_loss) {  // queries and documents are the same gathered rows
+    out.total = grad_docs + grad_queries;
+    return out;
+  }
+  out.total = grad_docs;
+  out.total.middleRows(own_offset, grad_queries.rows()) += grad_queries;
+  out.query_rows = Matrix<Scalar>::Zero(grad_docs.rows(), grad_docs.cols());
+  out.query_rows.middleRows(own_offset, grad_queries.rows()) = grad_queries;
+  return out;
+}
+
+}  // namespace
+
+template <class Scalar>
+RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
+                                         const StepVariant& v) {
+  INFONCE_ASSERT(c.clip.has_value());
+  const ClipSettings& clip = *c.clip;
+  const std::int32_t world_rank = comm.world_rank();
+  INFONCE_ASSERT(comm.world_size() == c.mesh.world);
+  const std::int32_t dp_rank = c.mesh.dp_rank(world_rank);
+  const sim::Group dp_group = comm.split(c.mesh.replica(world_rank), dp_rank);
+  INFONCE_ASSERT(dp_group.size() == c.mesh.dp);
+
+  const Eigen::Index image_columns = clip.image_features;
+  const Eigen::Index text_columns = c.weight.cols() - image_columns;
+  const Matrix<Scalar> image_weight = c.weight.leftCols(image_columns).cast<Scalar>();
+  const Matrix<Scalar> text_weight = c.weight.rightCols(text_columns).cast<Scalar>();
+  const bool gather = c.mesh.dp > 1;  // the CLIP family always gathers
+  const Strategy strategy = strategy_of(c, v);
+  const GatherKind gather_kind = gather ? strategy.gather : GatherKind::detached_own_live;
+  const bool local_loss = gather && strategy.scope == LossScope::local;
+  const auto scale = static_cast<Scalar>(compensation_scale(c, v));
+  const auto divisor = static_cast<Scalar>(accumulation_divisor(c, v));
+  const loss::ClipLogitParameters parameters{clip.log_logit_scale, clip.logit_bias};
+  const std::size_t direct_count = direct_parameter_count(c);
+
+  RankOutput<Scalar> out;
+  const auto weight_entries = static_cast<std::size_t>(c.weight.size());
+  sim::GradientBuffer<Scalar> gradient(weight_entries + direct_count);
+  std::vector<Scalar> flat;
+  Matrix<Scalar> image_storage, text_storage;  // float cases: the features cast to float
+  for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
+    const ClipShardBatch& batch = clip.batches[static_cast<std::size_t>(micro)][dp_rank];
+    const Matrix<Scalar>& image_x = as_scalar<Scalar>(batch.image, image_storage);
+    const Matrix<Scalar>& text_x = as_scalar<Scalar>(batch.text, text_storage);
+    const Matrix<Scalar> image = loss::encode(image_weight, image_x, clip.image_normalize);
+    const Matrix<Scalar> text = loss::encode(text_weight, text_x, clip.text_normalize);
+    const AssembledRows<Scalar> images = tower_rows(comm, dp_group, c, gather, image, dp_rank);
+    const AssembledRows<Scalar> texts = tower_rows(comm, dp_group, c, gather, text, dp_rank);
+    INFONCE_ASSERT(images.own_offset == texts.own_offset);
+    const std::int64_t own_offset = images.own_offset;
+
+    // Global: every gathered pair a query; local: the own live rows, targets
+    // at their place in the gathered batch.
+    const loss::ClipRowsGradient<Scalar> result =
+        local_loss ? loss::clip_loss_and_gradient<Scalar>(
+                         {image, text, images.rows, texts.rows, own_offset}, parameters)
+                   : loss::clip_loss_and_gradient<Scalar>(
+                         {images.rows, texts.rows, images.rows, texts.rows, 0}, parameters);
+    out.reported_loss += result.loss / divisor;
+
+    const TowerGradient<Scalar> image_grad = tower_gradient(
+        result.grad_image_docs, result.grad_image_queries, local_loss, own_offset);
+    const TowerGradient<Scalar> text_grad =
+        tower_gradient(result.grad_text_docs, result.grad_text_queries, local_loss, own_offset);
+    const Matrix<Scalar> own_image = own_rows_gradient(
+        comm, dp_group, gather_kind, image_grad.total, local_loss ? &image_grad.query_rows : nullptr,
+        images.slot_rows, own_offset, image.rows(), dp_rank);
+    const Matrix<Scalar> own_text = own_rows_gradient(
+        comm, dp_group, gather_kind, text_grad.total, local_loss ? &text_grad.query_rows : nullptr,
+        texts.slot_rows, own_offset, text.rows(), dp_rank);
+
+    Matrix<Scalar> grad_weight(c.weight.rows(), c.weight.cols());
+    grad_weight << loss::encode_backward(image_weight, image_x, clip.image_normalize, own_image),
+        loss::encode_backward(text_weight, text_x, clip.text_normalize, own_text);
+    grad_weight *= scale / divisor;
+    flat.assign(grad_weight.data(), grad_weight.data() + weight_entries);
+    flat.push_back(result.grad_log_scale * (scale / divisor));
+    if (clip.logit_bias) flat.push_back(result.grad_bias * (scale / divisor));
+    INFONCE_ASSERT(flat.size() == weight_entries + direct_count);
+    gradient.accumulate(flat);
+  }
+  const bool mean = strategy.reduction == Reduction::mean;
+  gradient.reduce(
+      comm, dp_group,
+      mean ? sim::GradientReduction::mean_over_world : sim::GradientReduction::sum_over_group);
+  out.grad.assign(gradient.values().begin(), gradient.values().end());
+  return out;
+}
+
+template RankOutput<double> run_clip_rank_program<double>(sim::Communicator&, const Case&,
+                                                          const StepVariant&);
+template RankOutput<float> run_clip_rank_program<float>(sim::Communicator&, const Case&,
+                                                        const StepVariant&);
+
+}  // namespace infonce::step
