@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <ostream>
 #include <span>
 #include <string>
@@ -416,6 +417,43 @@ void print_strategy_cells(std::ostream& out, const char* family,
   }
 }
 
+// --strategies with --sut: the SUT's session, and `options` narrowed to what
+// its handshake supports. A SUT that does not take the "strategy" key runs
+// its own point: the one point named must be that point.
+std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
+                                           properties::StrategyCampaignOptions& options) {
+  if (raw.jobs) throw UsageError("check: --jobs does not apply to --strategies (one SUT process)");
+  const SutChoice choice = parse_sut("check", raw.sut, raw.sut_timeout);
+  auto session = std::make_unique<sut::Session>(choice.command, choice.timeout_seconds);
+  const sut::Supports& supports = session->handshake().supports;
+  if (!options.only && !supports.declares("strategy")) {
+    throw UsageError(
+        "check: --strategies all needs a SUT that declares the \"strategy\" extension key; this "
+        "one runs its own point: name it, e.g. --strategies detached-own-live/global/scale-1/mean");
+  }
+  using properties::FamilyChoice;
+  const bool infonce = supports.infonce_family && options.families != FamilyChoice::clip;
+  const bool clip = supports.clip_family && supports.declares("family") &&
+                    options.families != FamilyChoice::infonce;
+  if (!infonce && !clip) {
+    throw UsageError("check: the SUT runs none of the loss families --family asks for");
+  }
+  options.families = infonce && clip ? FamilyChoice::both
+                     : clip         ? FamilyChoice::clip
+                                    : FamilyChoice::infonce;
+  options.limits.restriction = properties::restriction_of(supports);
+  for (const std::string& text : raw.restrict) {
+    apply_restrict_option("check", text, options.limits.restriction);
+  }
+  options.equal_batches_only = !supports.unequal_batches;
+  options.learnable_temperature = supports.declares("learnable_temperature");
+  const sut::Supports copy = supports;
+  options.skip = [copy](const Case& c) { return sut::outside_supports(c, copy); };
+  sut::Session* step = session.get();
+  options.runner = [step](const Case& c) { return properties::run_on_sut(*step, c); };
+  return session;
+}
+
 // --strategies: the strategy campaign (properties/strategy_campaign.hpp).
 // Only the seed, the case budget and the generator distribution apply.
 int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
@@ -430,12 +468,10 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   reject(raw.oracle.has_value(), "--oracle");
   reject(raw.format.has_value() && *raw.format != "human", "--format other than human");
   reject(raw.corpus_dir.has_value(), "--corpus-dir");
-  reject(raw.sut.has_value(), "--sut");
-  reject(raw.sut_timeout.has_value(), "--sut-timeout");
   reject(!raw.reports.empty(), "--report");
-  reject(!raw.restrict.empty(), "--restrict");
   reject(raw.before_after, "--before-after");
   reject(raw.self_check, "--self-check");
+  if (raw.sut_timeout && !raw.sut) throw UsageError("check: --sut-timeout needs --sut CMD");
   properties::StrategyCampaignOptions options;
   try {
     options.only = properties::parse_strategy_choice(*raw.strategies);
@@ -447,12 +483,29 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   options.limits = parse_limits("check", limits);
   if (raw.seed) options.seed = parse_seed("check", *raw.seed).seed;
   options.cases = raw.cases ? parse_count("check", "--cases", *raw.cases, kMaxCases) : 3600;
+  std::unique_ptr<sut::Session> session;
+  if (raw.sut) {
+    session = strategy_sut(raw, options);
+  } else {
+    reject(!raw.restrict.empty(), "--restrict without --sut");
+  }
   const properties::StrategyCampaignResult result = properties::run_strategy_campaign(options);
 
   std::ostream& out = context.out;
   out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
       << limits
       << ", encoder and direct gradients against step/strategy.hpp's prediction\n";
+  if (session) {
+    out << "step: the SUT " << session->handshake().name
+        << (session->handshake().supports.declares("strategy")
+                ? " (runs the point each case names)"
+                : " (runs its own point; each case is judged at " + *raw.strategies + ")")
+        << "\n";
+    for (const std::string& axis :
+         properties::restricted_axes(options.limits.restriction, parse_limits("check", limits))) {
+      out << "restricted: " << axis << "\n";
+    }
+  }
   std::vector<std::string> mismatches;
   print_strategy_cells(out, "infonce", result.cells, mismatches);
   print_strategy_cells(out, "clip", result.clip_cells, mismatches);
@@ -523,7 +576,7 @@ const RegisterCommand kCheck{
     {"check",
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
-     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip]] [--format human|json|junit] [--report FILE]... [--self-check] "
+     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip] [--sut CMD]] [--format human|json|junit] [--report FILE]... [--self-check] "
      "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};
 

@@ -212,7 +212,8 @@ struct StrategyDraw {
 
 StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
                            const std::optional<step::Strategy>& only,
-                           FamilyChoice families = FamilyChoice::infonce) {
+                           const StrategyCampaignOptions* options = nullptr) {
+  const FamilyChoice families = options != nullptr ? options->families : FamilyChoice::infonce;
   const std::uint64_t draw = derive_seed(seed ^ 0x57a7e9eULL, static_cast<std::uint64_t>(index));
   StrategyDraw out;
   if (only) {
@@ -228,6 +229,10 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   out.learnable_temperature = (draw / 128) % 2 == 1;
   out.clip = families == FamilyChoice::clip ||
              (families == FamilyChoice::both && (draw / 256) % 2 == 1);
+  if (options != nullptr) {
+    out.equal_shards = out.equal_shards || options->equal_batches_only;
+    out.learnable_temperature = out.learnable_temperature && options->learnable_temperature;
+  }
   return out;
 }
 
@@ -258,14 +263,14 @@ Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
 
 Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
                    const std::optional<step::Strategy>& only, CaseSpec* spec_out,
-                   FamilyChoice families) {
+                   const StrategyCampaignOptions* draws) {
   CaseSpec spec = generate_spec(seed, index, limits);
-  Case c = strategy_case_of(spec, strategy_draw(seed, index, only, families));
+  Case c = strategy_case_of(spec, strategy_draw(seed, index, only, draws));
   if (spec_out != nullptr) *spec_out = spec;
   return c;
 }
 
-StrategyCaseResult check_strategy_case(const Case& c) {
+StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner) {
   INFONCE_ASSERT(c.strategy.has_value());
   StrategyCaseResult result;
   result.strategy = *c.strategy;
@@ -291,9 +296,13 @@ StrategyCaseResult check_strategy_case(const Case& c) {
   }
   step::DistributedResult distributed;
   try {
-    step::RunOptions options;
-    options.share_identical_losses = true;
-    distributed = step::run_on_fibers(c, step::StepVariant{}, options);
+    if (runner) {
+      distributed = runner(c);
+    } else {
+      step::RunOptions options;
+      options.share_identical_losses = true;
+      distributed = step::run_on_fibers(c, step::StepVariant{}, options);
+    }
   } catch (const std::exception& e) {
     result.observation = StrategyObservation::mismatch;
     result.detail = std::string("the step threw: ") + e.what();
@@ -386,9 +395,14 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
   StrategyCampaignResult out;
   for (std::int64_t index = 0; index < options.cases; ++index) {
     CaseSpec spec;
-    const Case c =
-        strategy_case(options.seed, index, options.limits, options.only, &spec, options.families);
-    const StrategyCaseResult r = check_strategy_case(c);
+    const Case c = strategy_case(options.seed, index, options.limits, options.only, &spec, &options);
+    StrategyCaseResult r;
+    if (const std::optional<std::string> reason = options.skip ? options.skip(c) : std::nullopt) {
+      r.strategy = *c.strategy;
+      r.detail = "outside the step's supports: " + *reason;  // discarded
+    } else {
+      r = check_strategy_case(c, options.runner);
+    }
     StrategyCell& cell = (c.clip ? out.clip_cells : out.cells)[strategy_index(r.strategy)];
     ++cell.cases;
     ++out.cases;
@@ -470,7 +484,9 @@ StrategyCaseResult check_spec(CaseSpec spec, const StrategyDraw& draw, CaseSpec&
 std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOptions& options) {
   INFONCE_ASSERT(options.max_cases >= 1 && options.max_shrink_evaluations >= 0);
   for (std::int64_t index = 0; index < options.max_cases; ++index) {
-    StrategyDraw draw = strategy_draw(options.seed, index, options.point, options.family);
+    StrategyCampaignOptions family;
+    family.families = options.family;
+    StrategyDraw draw = strategy_draw(options.seed, index, options.point, &family);
     draw.learnable_temperature = false;  // the witness shows the encoders
     rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
     StrategyWitness witness;

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "casefile/case.hpp"
 #include "properties/case_spec.hpp"
 #include "properties/generators.hpp"
+#include "step/run_case.hpp"
 #include "step/strategy.hpp"
 
 namespace infonce::properties {
@@ -34,6 +36,7 @@ namespace infonce::properties {
 enum class FamilyChoice { both, infonce, clip };
 
 enum class StrategyObservation {
+
   discarded,          // the reference rejects the case (as the main campaign discards it)
   near_tie,           // not judged: a float32 local loss with the fake-negative mask, whose
                       // per-group loop can decide a near tie with the threshold otherwise
@@ -66,12 +69,32 @@ struct StrategyCaseResult {
   bool reference_zero = false;  // the reference gradient is exactly 0
 };
 
+// Runs a case's data-parallel step. Unset: the rank program on the fiber
+// simulator. An external SUT's runner (properties/sut_step.hpp) throws with
+// the SUT's one-line failure, a mismatch of the case.
+using StepRunner = std::function<step::DistributedResult(const Case&)>;
+
 // Checks `c` (its strategy key set) against the prediction for its shape.
-StrategyCaseResult check_strategy_case(const Case& c);
+StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner = {});
 
 // The shape the prediction needs: P, W, use_batch, and whether every DP
 // shard has the same number of groups in every micro-step that runs.
 step::StepShape step_shape(const Case& c);
+
+struct StrategyCampaignOptions {
+  std::uint64_t seed = 1;
+  std::int64_t cases = 3600;
+  GeneratorLimits limits = default_limits();
+  std::optional<step::Strategy> only;  // unset: every point
+  FamilyChoice families = FamilyChoice::both;
+  // What the step can run (an external SUT): every case's shards made equal;
+  // no learnable temperature; cases `skip` names a reason for are counted as
+  // discarded with it (outside the SUT's supports).
+  bool equal_batches_only = false;
+  bool learnable_temperature = true;
+  std::function<std::optional<std::string>(const Case&)> skip;
+  StepRunner runner;  // unset: the fiber simulator
+};
 
 // Case `index` of the strategy campaign: the main campaign's case (seed,
 // index), run at the strategy drawn for (seed, index) (or at `only`), with
@@ -80,9 +103,10 @@ step::StepShape step_shape(const Case& c);
 // first shard with a group's, per micro-step).
 // With FamilyChoice::both, every other case (a function of (seed, index)) is
 // the CLIP case of its spec (properties/clip_case.hpp).
+// The options' families, equal batches and learnable temperature apply.
 Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits& limits,
                    const std::optional<step::Strategy>& only, CaseSpec* spec = nullptr,
-                   FamilyChoice families = FamilyChoice::infonce);
+                   const StrategyCampaignOptions* draws = nullptr);
 
 // "both", "infonce" or "clip"; throws InputError naming the choices otherwise.
 FamilyChoice parse_family_choice(const std::string& text);
@@ -108,13 +132,6 @@ struct StrategyCell {
   std::string first_mismatch;  // one line: the case and what differed
 };
 
-struct StrategyCampaignOptions {
-  std::uint64_t seed = 1;
-  std::int64_t cases = 3600;
-  GeneratorLimits limits = default_limits();
-  std::optional<step::Strategy> only;  // unset: every point
-  FamilyChoice families = FamilyChoice::both;
-};
 
 struct StrategyCampaignResult {
   std::array<StrategyCell, 36> cells;       // InfoNCE, in all_strategies() order

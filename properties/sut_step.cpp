@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -199,6 +200,20 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
     check_sut_uncompensated(judged, session, reference, verdict);
   }
   return verdict;
+}
+
+step::DistributedResult run_on_sut(sut::Session& session, const Case& c) {
+  const sut::StepOutcome outcome = session.run(c);
+  if (!outcome.result) throw StepFailure("the SUT failed: " + outcome.failure);
+  // A null loss is read as the reference's where the reference's is not finite.
+  step::ReferenceValues reference;
+  try {
+    reference = step::compute_case_reference(c);
+  } catch (const InputError&) {
+    reference.loss = std::numeric_limits<double>::quiet_NaN();
+    reference.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), reference.loss);
+  }
+  return distributed_result(*outcome.result, c, reference);
 }
 
 SutStep::SutStep(const std::string& command, double timeout_seconds, std::int32_t jobs) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,16 @@ Restriction restriction_of(const sut::Supports& supports);
 // where oracle-agrees runs (its mode and the case's index).
 CaseVerdict check_external_case(const Case& c, sut::Session& session,
                                 const PropertyOptions& options);
+
+// The SUT's step of `c` read as the harness reads a step (every rank's loss
+// and flat gradient: W's entries, then the direct parameters'). Throws
+// StepFailure with the SUT's one-line failure (a crash, a hang, a malformed
+// response, or its own error).
+class StepFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+step::DistributedResult run_on_sut(sut::Session& session, const Case& c);
 
 class SutStep final : public ExternalStep {
  public:

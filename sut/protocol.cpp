@@ -160,6 +160,15 @@ Supports read_supports(const Json& value, const std::string& path) {
       s.extension_keys.push_back(read_string((*v)[i], at_index(p("extension_keys"), i)));
     }
   }
+  if (auto v = given("families")) {
+    enum class Family { infonce, clip };
+    const std::vector<Family> families = read_choices<Family>(
+        *v, p("families"), {{"infonce", Family::infonce}, {"clip", Family::clip}});
+    s.infonce_family = std::find(families.begin(), families.end(), Family::infonce) != families.end();
+    s.clip_family = std::find(families.begin(), families.end(), Family::clip) != families.end();
+  }
+  if (auto v = given("logit_bias")) s.logit_bias = read_bool(*v, p("logit_bias"));
+  if (auto v = given("unequal_batches")) s.unequal_batches = read_bool(*v, p("unequal_batches"));
   // Unknown keys are ignored: a newer SUT may declare more than we know.
   return s;
 }
@@ -261,6 +270,23 @@ StepResult read_result(const Json& response, const Case& c) {
 
 }  // namespace
 
+bool has_unequal_batches(const Case& c) {
+  if (c.clip) {
+    for (const auto& shards : c.clip->batches) {
+      for (const ClipShardBatch& shard : shards) {
+        if (shard.image.rows() != shards.front().image.rows()) return true;
+      }
+    }
+    return false;
+  }
+  for (const auto& shards : c.batches) {
+    for (const loss::ShardBatch& shard : shards) {
+      if (shard.negative_counts.size() != shards.front().negative_counts.size()) return true;
+    }
+  }
+  return false;
+}
+
 bool Supports::declares(std::string_view key) const {
   return std::find(extension_keys.begin(), extension_keys.end(), key) != extension_keys.end();
 }
@@ -300,6 +326,10 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& s) {
     return std::string("dtype");
   }
   if (!c.compensate && !s.compensate_false) return std::string("compensate false");
+  if (c.clip && !(s.clip_family && s.declares("family"))) return std::string("family clip");
+  if (!c.clip && !s.infonce_family) return std::string("family infonce");
+  if (c.clip && c.clip->logit_bias && !s.logit_bias) return std::string("logit_bias");
+  if (!s.unequal_batches && has_unequal_batches(c)) return std::string("unequal batches");
   if (c.learnable_temperature && !s.declares("learnable_temperature")) {
     return std::string("learnable_temperature");
   }
@@ -336,6 +366,7 @@ std::string encode_request(std::int64_t id, const Case& c, const Supports& suppo
   body.erase("found");
   if (!supports.declares("dtype")) body.erase("dtype");
   if (!supports.declares("learnable_temperature")) body.erase("learnable_temperature");
+  if (!supports.declares("family")) body.erase("family");
   if (!supports.declares("strategy")) body.erase("strategy");
   if (!supports.replays_padding_draws) body.erase("padding_draws");
   OrderedJson request;

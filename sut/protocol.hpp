@@ -48,6 +48,13 @@ struct Supports {
   std::vector<RngMode> rng_modes{RngMode::synced};
   bool replays_padding_draws = false;
   std::vector<std::string> extension_keys;
+  // The loss families it runs ("infonce", "clip"; CLIP cases carry the
+  // extension key "family"), whether a CLIP case may have a logit bias, and
+  // whether DP shards may hold different numbers of groups or pairs.
+  bool infonce_family = true;
+  bool clip_family = false;
+  bool logit_bias = false;
+  bool unequal_batches = true;
 
   bool declares(std::string_view key) const;
 };
@@ -87,6 +94,9 @@ Response parse_response(std::string_view line, std::int64_t id, const Case& c);
 // The first axis of `c` outside what the SUT supports, as one line; nullopt
 // when the SUT can run the case (a case file replayed with --sut).
 std::optional<std::string> outside_supports(const Case& c, const Supports& supports);
+// Whether some micro-step's DP shards hold different numbers of groups
+// (InfoNCE) or pairs (CLIP).
+bool has_unequal_batches(const Case& c);
 
 // Text shown for a line of junk: cut to 200 characters, on one line.
 std::string shown_line(std::string_view line);
