@@ -58,6 +58,9 @@ def gather_over_dp_group(ctx, embeddings, labels):
 
 class ConformanceAdapter:
     name = "conformance: the SPEC's torch reading (infonce_sim.spec)"
+    # The only generator its code draws from: numpy's global one (hard-negative padding,
+    # spec.numpy_choice). The in-process runtime keeps just that one per rank.
+    random_generators = ("numpy",)
 
     def __init__(self, max_world=8, max_replicas=8):
         self.supports = dict(SUPPORTS, max_world=max_world, max_replicas=max_replicas)
