@@ -107,7 +107,27 @@ def _list(value, key, length=None):
     return value
 
 
+_NUMBER_TYPES = (int, float)
+
+
+def _rows_valid(rows, width, min_rows=1):
+    """Fast path: `rows` is a list of >= min_rows lists of `width` finite numbers (no bool).
+
+    Exactly what the checks below accept; anything else (or an error) goes through them,
+    which name the offending key."""
+    try:
+        return (type(rows) is list and len(rows) >= min_rows
+                and all(type(row) is list and len(row) == width for row in rows)
+                and all(type(x) in _NUMBER_TYPES and math.isfinite(x) for row in rows for x in row))
+    except (OverflowError, TypeError):
+        return False
+
+
 def _matrix(value, key, cols=None):
+    if type(value) is list and value and type(value[0]) is list:
+        width = cols if cols is not None else len(value[0])
+        if width > 0 and _rows_valid(value, width):
+            return value
     rows = _list(value, key)
     if not rows:
         raise CaseError(f"{key}: empty")
@@ -146,6 +166,8 @@ def _parse_batches(value, steps, dp, features):
     for m, shards in enumerate(micros):
         for d, groups in enumerate(_list(shards, f"batches[{m}]", dp)):
             for g, rows in enumerate(_list(groups, f"batches[{m}][{d}]")):
+                if _rows_valid(rows, features, 2):
+                    continue
                 key = f"batches[{m}][{d}][{g}]"
                 if len(_list(rows, key)) < 2:
                     raise CaseError(f"{key}: a group needs at least its query and positive rows")
