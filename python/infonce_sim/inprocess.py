@@ -8,8 +8,9 @@ same inputs give the same bits on every run.
 Two ways to run a rank, one scheduler:
   * an adapter written as a generator (the `conformance` adapter) yields its
     collectives; the scheduler advances the ranks' generators in turn (no threads), and
-    runs every rank's backward of a micro-step in one autograd call (the graphs are
-    disjoint, so each replica's gradient has the bits of its own backward);
+    after every rank's last micro-step runs the backward of each micro-step, in order, in
+    one autograd call for all ranks (the graphs are disjoint, so each replica's gradient
+    has the bits of its own backward);
   * an adapter written as a plain function (a trainer's real code) calls
     torch.distributed itself; each rank then runs on its own thread and a baton
     (one semaphore per rank) lets exactly one thread run at a time. While a case
@@ -30,8 +31,8 @@ each DP group in group-rank order.
 import ctypes
 import pickle
 import random
-import threading
 import struct
+import threading
 
 import numpy as np
 import torch
@@ -60,13 +61,14 @@ class Group:
 class _Slot:
     """The k-th collective on one group: every member's contribution, then its results."""
 
-    __slots__ = ("op", "group", "payloads", "arrived", "results", "reduce_op")
+    __slots__ = ("op", "group", "payloads", "arrived", "results", "reduce_op", "shared")
 
     def __init__(self, op, group, reduce_op):
         self.op, self.group, self.reduce_op = op, group, reduce_op
         self.payloads = [None] * group.size()
         self.arrived = 0
         self.results = None
+        self.shared = True  # every member only reads what it receives (Collective.shared)
 
 
 def _copy_object(obj):
@@ -98,21 +100,24 @@ def _reduce(tensors, reduce_op):
 def _complete(slot):
     p = slot.payloads
     if slot.op == "all_gather_object":
-        slot.results = [[_copy_object(x) for x in p] for _ in p]
+        if slot.shared:  # the senders' (detached) objects themselves: nobody writes them
+            slot.results = [list(p) for _ in p]
+        else:
+            slot.results = [[_copy_object(x) for x in p] for _ in p]
     elif slot.op == "all_gather":
         shapes = {tuple(t.shape) for t in p}
         if len(shapes) != 1:
             raise RuntimeError_(f"all_gather: tensors of different shapes {sorted(shapes)}")
-        slot.results = [[t.detach().clone() for t in p] for _ in p]
+        if slot.shared:
+            slot.results = [list(p) for _ in p]
+        else:
+            slot.results = [[t.detach().clone() for t in p] for _ in p]
     elif slot.op == "all_reduce":
         total = _reduce([t.detach() for t in p], slot.reduce_op)
         slot.results = [total.clone() for _ in p]
     elif slot.op == "reduce_scatter":  # payload: every member's list of per-member tensors
         slot.results = [_reduce([parts[i] for parts in p], "sum") for i in range(len(p))]
     elif slot.op == "barrier":
-        slot.results = [None] * len(p)
-    elif slot.op == "backward":  # every rank's graph at once: one engine call, disjoint graphs
-        torch.autograd.backward(list(p))
         slot.results = [None] * len(p)
     else:
         raise AssertionError(slot.op)
@@ -367,7 +372,7 @@ class World:
     def resolve(self, group):
         return self.world_group if group is None else group
 
-    def deposit(self, rank, op, group, payload, reduce_op="sum"):
+    def deposit(self, rank, op, group, payload, reduce_op="sum", shared=False):
         """Add this rank's contribution to its next collective on `group`; return the slot."""
         group = self.resolve(group)
         if rank.world_rank not in group.index:
@@ -383,6 +388,7 @@ class World:
             raise RuntimeError_(f"collective mismatch on {group}: rank {rank.world_rank} "
                                 f"called {op}, another member {slot.op}")
         self.log.append((rank.world_rank, op, group.ranks))
+        slot.shared = slot.shared and shared
         slot.payloads[member] = payload
         slot.arrived += 1
         if slot.arrived == group.size():
@@ -479,7 +485,7 @@ class World:
                 rank.finished = True
                 return
             slot, member = self.deposit(rank, request.op, request.group, request.payload,
-                                        request.reduce_op)
+                                        request.reduce_op, request.shared)
             if slot.results is None:
                 rank.waiting, rank.result = slot, (slot, member)
                 return
@@ -631,9 +637,21 @@ class InProcessRuntime:
             with standin.installed(world):
                 losses = world.run_ranks(programs, threaded=True)
         else:
+            # Backward after every rank's last micro-step (accumulation sends nothing before,
+            # and nothing reads a gradient in between): one autograd call per micro-step for
+            # all ranks, in micro-step order, so each replica accumulates as it would alone.
+            roots = [[None] * case.world for _ in range(case.steps)]
+
+            def defer(ctx):
+                def backward(micro, scalar):
+                    roots[micro][ctx.world_rank] = scalar
+                return backward
+
             losses = world.run_ranks(
-                [rank_program(adapter, ctx, batched_backward=True) for ctx in contexts],
+                [rank_program(adapter, ctx, backward=defer(ctx)) for ctx in contexts],
                 threaded=False)
+            for micro_roots in roots:
+                torch.autograd.backward(micro_roots)
         grads = reduce_gradients(case, [ctx.model.weight.grad for ctx in contexts])
         return {
             "losses": losses,

@@ -29,28 +29,31 @@ SUPPORTS = {
 }
 
 
-def _gather_tensors(value, group, size):
-    """Tensor path: all-gather the shapes first, then the zero-padded tensors."""
-    rows = torch.tensor([value.shape[0]], dtype=torch.int64)
-    all_rows = yield Collective("all_gather", rows, group)
-    counts = [int(r) for r in all_rows]
-    longest = max(max(counts), 1)  # gloo does not gather empty tensors
-    padded = torch.zeros((longest,) + tuple(value.shape[1:]), dtype=value.dtype)
-    padded[:value.shape[0]] = value
-    out = yield Collective("all_gather", padded, group)
-    return [t[:n] for t, n in zip(out, counts)]
-
-
-def _gather_objects(value, group, size):
-    out = yield Collective("all_gather_object", value, group)
+def _gather_tensors(tensors, group):
+    """Tensor path: all-gather the row counts first, then each zero-padded tensor."""
+    rows = torch.tensor([t.shape[0] for t in tensors], dtype=torch.int64)
+    all_rows = yield Collective("all_gather", rows, group, shared=True)
+    counts = [r.tolist() for r in all_rows]  # [member] -> rows of each tensor
+    out = []
+    for i, value in enumerate(tensors):
+        longest = max(max(c[i] for c in counts), 1)  # gloo does not gather empty tensors
+        padded = torch.zeros((longest,) + tuple(value.shape[1:]), dtype=value.dtype)
+        padded[:value.shape[0]] = value
+        gathered = yield Collective("all_gather", padded, group, shared=True)
+        out.append([t[:c[i]] for t, c in zip(gathered, counts)])
     return out
+
+
+def _gather_objects(tensors, group):
+    """Object path: one all_gather_object of the tuple; [tensor] -> every member's."""
+    out = yield Collective("all_gather_object", tuple(tensors), group, shared=True)
+    return [[member[i] for member in out] for i in range(len(tensors))]
 
 
 def gather_over_dp_group(ctx, embeddings, labels):
     """Every DP rank's embeddings and labels in slot order; own live rows in slot dp_rank."""
     gather = _gather_objects if ctx.case.gather == "object" else _gather_tensors
-    slots = yield from gather(embeddings.detach(), ctx.dp_group, ctx.dp)
-    all_labels = yield from gather(labels, ctx.dp_group, ctx.dp)
+    slots, all_labels = yield from gather((embeddings.detach(), labels), ctx.dp_group)
     slots = [s.detach() for s in slots]
     slots[ctx.dp_rank] = embeddings
     return torch.cat(slots, dim=0), torch.cat(all_labels, dim=0)
