@@ -648,8 +648,8 @@ class InProcessRuntime:
                 return backward
 
             losses = world.run_ranks(
-                [rank_program(adapter, ctx, backward=defer(ctx)) for ctx in contexts],
-                threaded=False)
+                [rank_program(adapter, ctx, backward=defer(ctx), generator=True)
+                 for ctx in contexts], threaded=False)
             for micro_roots in roots:
                 torch.autograd.backward(micro_roots)
         grads = reduce_gradients(case, [ctx.model.weight.grad for ctx in contexts])

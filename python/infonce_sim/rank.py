@@ -104,17 +104,19 @@ def seed_value(case, world_rank):
     return seed if case.rng_mode == "synced" else seed + world_rank
 
 
-def rank_program(adapter, ctx, agree_on_failure=None, backward=None):
+def rank_program(adapter, ctx, agree_on_failure=None, backward=None, generator=None):
     """One rank's whole step (a generator yielding Collectives); returns the reported loss.
 
     agree_on_failure(failed) -> generator returning whether any rank failed: under real
     DDP every rank must know before anyone enters DDP's backward collectives.
     backward(micro, scalar): the runtime backpropagates the micro-step's scalar (later, in
     micro-step order); without it the program calls scalar.backward() itself.
+    generator: is_generator_adapter(adapter), when the caller knows it.
     """
     case = ctx.case
     divisor = case.steps if case.ga_normalize else 1
-    generator = is_generator_adapter(adapter)
+    if generator is None:
+        generator = is_generator_adapter(adapter)
     reported = 0.0
     for micro in range(case.steps):
         ctx.micro = micro
@@ -143,11 +145,13 @@ def rank_program(adapter, ctx, agree_on_failure=None, backward=None):
                     raise error
                 if failed:
                     raise StepFailed("another rank failed")
+            if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
+                loss, value = loss / divisor, value.detach() / divisor
             if backward is not None:
-                backward(micro, loss / divisor)
+                backward(micro, loss)
             else:
-                (loss / divisor).backward()
-            reported += float(value.detach() / divisor)
+                loss.backward()
+            reported += float(value.detach())
     return reported
 
 

@@ -155,11 +155,15 @@ class Worker:
                 raise CaseError(why)
             result = self.runtime.run(self.adapter, case,
                                       self.supports.get("replays_padding_draws", False))
+            matrices = {}  # id(tensor) -> its rows: ranks of one reduction share a tensor
+            for g in [result["grad"], *result["grads"]]:
+                if id(g) not in matrices:
+                    matrices[id(g)] = _matrix(g)
             response = {
                 "id": request_id,
                 "losses": [_finite_or_none(float(x)) for x in result["losses"]],
-                "grad": _matrix(result["grad"]),
-                "grads": [_matrix(g) for g in result["grads"]],
+                "grad": matrices[id(result["grad"])],
+                "grads": [matrices[id(g)] for g in result["grads"]],
                 "padding_draws": _with_empty_tail(result["padding_draws"], case),
             }
         except ValueError as e:  # json.JSONDecodeError included
