@@ -547,18 +547,21 @@ class World:
 
     # -- one case -------------------------------------------------------------------------------
 
-    def model(self, world_rank, weight):
-        """This rank's replica (built once per shape and dtype), holding `weight`, no gradient."""
+    def replicas(self, weight):
+        """Every rank's replica (built once per shape and dtype), holding `weight`, no gradient."""
         rows, features = weight.shape
-        key = (world_rank, rows, features, weight.dtype)
-        module = self.models.get(key)
-        if module is None:
-            module = self.models[key] = torch.nn.Linear(features, rows,
-                                                        bias=False).to(weight.dtype)
+        modules = []
         with torch.no_grad():
-            module.weight.copy_(weight)
-        module.weight.grad = None
-        return module
+            for world_rank in range(self.world):
+                key = (world_rank, rows, features, weight.dtype)
+                module = self.models.get(key)
+                if module is None:
+                    module = self.models[key] = torch.nn.Linear(features, rows,
+                                                                bias=False).to(weight.dtype)
+                module.weight.copy_(weight)
+                module.weight.grad = None
+                modules.append(module)
+        return modules
 
     def dp_group(self, case, replica):
         return self.group([replica + i * case.replicas for i in range(case.dp)])
@@ -627,9 +630,9 @@ class InProcessRuntime:
         weight = torch.tensor(case.weight, dtype=dtype)
         inputs = {}  # (micro, DP shard) -> (x, labels): replicas read the same input tensors
         contexts = [
-            RankContext(case, w, world.model(w, weight), world.dp_group(case, w % case.replicas),
-                        replays_draws, inputs)
-            for w in range(case.world)
+            RankContext(case, w, model, world.dp_group(case, w % case.replicas), replays_draws,
+                        inputs)
+            for w, model in enumerate(world.replicas(weight))
         ]
         threaded = not is_generator_adapter(adapter)
         if threaded:

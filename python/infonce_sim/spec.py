@@ -172,17 +172,19 @@ def global_loss_loop(groups, settings):
     docs = torch.cat([group[1:] for group in groups], dim=0)
     queries = torch.stack([group[0] for group in groups], dim=0)
     total, target = 0, 0
+    mask = settings.mask_fake_negative
     for g, group in enumerate(groups):
-        own_target = torch.arange(docs.shape[0]) == target
         qd = group[0] @ docs.T
-        threshold = qd[target].detach() + settings.fake_neg_margin
-        parts = [_masked(qd, qd > threshold) if settings.mask_fake_negative else qd]
+        if mask:
+            threshold = qd[target].detach() + settings.fake_neg_margin
+        parts = [_masked(qd, qd > threshold) if mask else qd]
         if settings.include_qq:
             qq = _masked(group[0] @ queries.T, torch.arange(len(groups)) == g)
-            parts.append(_masked(qq, qq > threshold) if settings.mask_fake_negative else qq)
+            parts.append(_masked(qq, qq > threshold) if mask else qq)
         if settings.include_dd:
+            own_target = torch.arange(docs.shape[0]) == target
             parts.append(_masked(group[1] @ docs.T, own_target))
-        row = torch.cat(parts)
+        row = torch.cat(parts) if len(parts) > 1 else parts[0]
         _check_rows_alive(row.unsqueeze(0))
         total = total - torch.log_softmax(row / settings.temperature, dim=0)[target]
         target += group.shape[0] - 1

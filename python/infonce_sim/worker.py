@@ -155,23 +155,26 @@ class Worker:
                 raise CaseError(why)
             result = self.runtime.run(self.adapter, case,
                                       self.supports.get("replays_padding_draws", False))
-            matrices = {}  # id(tensor) -> its rows: ranks of one reduction share a tensor
+            matrices = {}  # id(tensor) -> its JSON: ranks of one reduction share a tensor
             for g in [result["grad"], *result["grads"]]:
                 if id(g) not in matrices:
-                    matrices[id(g)] = _matrix(g)
-            response = {
-                "id": request_id,
-                "losses": [_finite_or_none(float(x)) for x in result["losses"]],
-                "grad": matrices[id(result["grad"])],
-                "grads": [matrices[id(g)] for g in result["grads"]],
-                "padding_draws": _with_empty_tail(result["padding_draws"], case),
-            }
+                    matrices[id(g)] = json.dumps(_matrix(g), allow_nan=False)
+            # json.dumps of {id, losses, grad, grads, padding_draws}, each matrix encoded once
+            text = "".join((
+                '{"id": ', json.dumps(request_id),
+                ', "losses": ', json.dumps([_finite_or_none(float(x)) for x in result["losses"]],
+                                           allow_nan=False),
+                ', "grad": ', matrices[id(result["grad"])],
+                ', "grads": [', ", ".join(matrices[id(g)] for g in result["grads"]),
+                '], "padding_draws": ', json.dumps(_with_empty_tail(result["padding_draws"], case)),
+                "}"))
         except ValueError as e:  # json.JSONDecodeError included
-            response = {"id": request_id, "error": one_line(f"{type(e).__name__}: {e}")}
+            text = json.dumps({"id": request_id, "error": one_line(f"{type(e).__name__}: {e}")})
         except Exception as e:  # noqa: BLE001 - any failure of the step is the response
             message = str(e) if isinstance(e, CaseError) else f"{type(e).__name__}: {e}"
-            response = {"id": request_id, "error": one_line(message)}
-        self.send(response)
+            text = json.dumps({"id": request_id, "error": one_line(message)})
+        self.out.write(text + "\n")
+        self.out.flush()
 
     def serve(self, stream):
         for line in stream:
