@@ -620,7 +620,10 @@ class InProcessRuntime:
 
     def run(self, adapter, case, replays_draws=True):
         """{losses, grad, grads, padding_draws} of one case (raises on a failed step)."""
-        from . import standin  # torch.distributed stand-ins: only for threaded adapters
+        from . import families, standin  # stand-ins: only for threaded adapters
+
+        if families.of(case) is not None:  # a strategy, a learnable temperature, CLIP
+            return families.run_inprocess(self, adapter, case, replays_draws)
 
         world = self.world(case.world)
         for rank in world.ranks:

@@ -25,7 +25,10 @@ SUPPORTS = {
     "accumulation_normalize": [True, False],
     "rng_modes": ["synced", "per-rank"],
     "replays_padding_draws": True,
-    "extension_keys": ["dtype", "accumulation.window"],
+    "extension_keys": ["dtype", "accumulation.window", "strategy", "learnable_temperature",
+                       "family"],
+    "families": ["infonce", "clip"],
+    "logit_bias": True,
 }
 
 
@@ -69,6 +72,9 @@ class ConformanceAdapter:
         self.supports = dict(SUPPORTS, max_world=max_world, max_replicas=max_replicas)
 
     def loss(self, ctx, embeddings, labels):
+        if ctx.case.strategy is not None or ctx.case.learnable_temperature:
+            from ..strategic import infonce_strategy_loss  # issue 13's keys
+            return (yield from infonce_strategy_loss(ctx, embeddings, labels))
         if ctx.case.loss.use_batch and ctx.dp > 1:
             embeddings, labels = yield from gather_over_dp_group(ctx, embeddings, labels)
         loss = infonce_loss(embeddings, labels, ctx.case.loss, ctx.padding_stream())
@@ -77,6 +83,10 @@ class ConformanceAdapter:
             return loss
         # SPEC section 3: backpropagate s * L, report L itself (also when L is not finite)
         return loss * scale, loss
+
+    def clip_loss(self, ctx, image, text, logit_scale, logit_bias):
+        from ..strategic import clip_strategy_loss
+        return (yield from clip_strategy_loss(ctx, image, text, logit_scale, logit_bias))
 
 
 def make(max_world=8, max_replicas=8, **_):
