@@ -16,8 +16,9 @@ What differs from rank.py's program:
   * the context offers `ctx.autograd_gather(tensor, group)` (a generator: `slots =
     yield from ctx.autograd_gather(x, ctx.dp_group)`): every member's tensor, each slot
     differentiable, its gradient summed over the ranks and returned to its owner
-    (torch.distributed.nn.all_gather). Under real DDP and in thread mode it is
-    torch.distributed.nn.all_gather (the stand-in's in-process); for a generator adapter
+    (torch.distributed.nn.all_gather's semantics). Under real DDP it is _GatherWithGrad
+    (all_gather, and an all_reduce of the slots' gradients in the backward); in thread
+    mode the in-process stand-in of torch.distributed.nn.all_gather; for a generator adapter
     in-process, the slots are the members' own live tensors, so the one backward call of
     the micro-step (every rank's signal at once) sums each slot's gradient over the ranks.
     The tensors must have one shape on every member (pad first, see strategic.py);
@@ -199,10 +200,41 @@ def family_rank_program(adapter, ctx, agree_on_failure=None, backward=None):
 
 
 def torch_autograd_gather(tensor, group):
-    """torch.distributed.nn.all_gather (real, or the in-process stand-in in thread mode)."""
+    """In-process thread mode: torch.distributed.nn.all_gather (the stand-in)."""
     import torch.distributed.nn  # noqa: F401 - the module whose all_gather is looked up
 
     return list(torch.distributed.nn.all_gather(tensor, group=group))
+    yield  # noqa: unreachable - a generator for `yield from`
+
+
+class _GatherWithGrad(torch.autograd.Function):
+    """Real DDP: all_gather forward; backward all-reduces every slot's gradient over the
+    group and keeps the own slot (the sum over the ranks of its gradient).
+
+    Not torch.distributed.nn.all_gather: in torch 1.13 its gloo backward scatters with the
+    group rank as the global source rank, which fails on a DP subgroup (replicas)."""
+
+    @staticmethod
+    def forward(ctx, group, tensor):
+        import torch.distributed as dist
+        ctx.group = group
+        ctx.member = dist.get_rank(group=group)
+        out = [torch.empty_like(tensor) for _ in range(dist.get_world_size(group=group))]
+        dist.all_gather(out, tensor.contiguous(), group=group)
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        import torch.distributed as dist
+        like = next(g for g in grads if g is not None)
+        stacked = torch.stack([torch.zeros_like(like) if g is None else g for g in grads])
+        dist.all_reduce(stacked, group=ctx.group)
+        return None, stacked[ctx.member]
+
+
+def ddp_autograd_gather(tensor, group):
+    """Real DDP: every member's tensor, differentiable (_GatherWithGrad)."""
+    return list(_GatherWithGrad.apply(group, tensor))
     yield  # noqa: unreachable - a generator for `yield from`
 
 
@@ -371,7 +403,7 @@ def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
     context = ClipContext if case.family == "clip" else FamilyContext
     ctx = context(case, world_rank, model, group, replays_draws, None, encoders, direct)
     ctx.sync_context = lambda last: model.no_sync() if not last else _null()
-    ctx.autograd_gather = torch_autograd_gather
+    ctx.autograd_gather = ddp_autograd_gather
     reported = drive(family_rank_program(adapter, ctx, agree_on_failure=_agree_on_failure),
                      _fulfil)
     grads = {}
