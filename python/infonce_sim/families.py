@@ -12,7 +12,7 @@ What differs from rank.py's program:
     0 (`0 * p.sum()`): a parameter the strategy detaches (the encoders under a detached
     global gather) gets a zero gradient instead of none, so DDP reduces every bucket and
     the in-process runtime reports 0, as docs/MODEL.md section 3.7 says. Adding 0 changes
-    no bit of a gradient that flows;
+    no gradient value that flows (at most a -0.0 becomes 0.0);
   * the context offers `ctx.autograd_gather(tensor, group)` (a generator: `slots =
     yield from ctx.autograd_gather(x, ctx.dp_group)`): every member's tensor, each slot
     differentiable, its gradient summed over the ranks and returned to its owner

@@ -14,7 +14,15 @@ SCOPES = ("global", "local")
 SCALES = ("none", "P", "W")
 REDUCTIONS = ("mean", "sum")
 POINTS = list(itertools.product(GATHERS, SCOPES, SCALES, REDUCTIONS))  # 36
-MESHES = [(1, 1), (2, 1), (2, 2), (3, 3), (4, 2), (4, 4)]
+MESHES = [(1, 1), (2, 1), (2, 2), (3, 1), (3, 3), (4, 1), (4, 2), (4, 4)]  # (W, P)
+
+
+def _mesh(rng, meshes):
+    """A (W, P) of `meshes`, or by default one with P > 1 (a gather) four times in five."""
+    if meshes is not None:
+        return meshes[rng.randrange(len(meshes))]
+    choices = [m for m in MESHES if (m[1] > 1) == (rng.random() < 0.8)]
+    return choices[rng.randrange(len(choices))]
 
 
 def _matrix(rng, rows, cols, spread=1.0):
@@ -26,15 +34,15 @@ def _strategy(index, reduction):
     return {"gather": gather, "scope": scope, "scale": scale, "reduction": reduction}
 
 
-def infonce_case(seed, index, learnable=None, dtype="float64"):
+def infonce_case(seed, index, learnable=None, dtype="float64", meshes=None):
     """One InfoNCE case with a strategy (the point cycles with `index`; every 37th case
     has none) and, every other case, a learnable temperature."""
     rng = random.Random(seed * 1_000_003 + index)
-    world, dp = MESHES[rng.randrange(len(MESHES))]
+    world, dp = _mesh(rng, meshes)
     features, dim = rng.randint(1, 3), rng.randint(1, 3)
     steps = rng.randint(1, 2)
     reduction = POINTS[index % len(POINTS)][3]
-    use_batch = rng.random() < 0.85
+    use_batch = rng.random() < 0.9
     hard = rng.choice([None, None, 1, 2])
     mask = rng.random() < 0.3
     batches = []
@@ -71,10 +79,10 @@ def infonce_case(seed, index, learnable=None, dtype="float64"):
 
 
 def clip_case(seed, index, dtype="float64", equal=False, bias=None, strategy=True,
-              meshes=MESHES):
+              meshes=None):
     """One CLIP case; the strategy point cycles with `index` (none: the trainer's point)."""
     rng = random.Random(seed * 1_000_003 + index)
-    world, dp = meshes[rng.randrange(len(meshes))]
+    world, dp = _mesh(rng, meshes)
     image_features, text_features, dim = rng.randint(2, 3), rng.randint(2, 3), rng.randint(1, 3)
     steps = rng.randint(1, 2)
     reduction = POINTS[index % len(POINTS)][3] if strategy else "mean"

@@ -33,6 +33,7 @@ from infonce_sim.ddp import DdpRuntime
 from infonce_sim.inprocess import InProcessRuntime
 from infonce_sim.spec import reference
 from infonce_sim.strategic import clip_objective
+from infonce_sim.strategy import has_gather
 
 CASES = int(os.environ.get("INFONCE_ISSUE13_CASES", "200"))  # per family, before float32
 
@@ -67,6 +68,7 @@ def test_inprocess_agrees_with_real_ddp_on_both_families():
     inprocess, ddp = InProcessRuntime(), DdpRuntime({"kind": "conformance"}, max_pools=4)
     worst = {(f, d): [0.0, 0.0, 0.0] for f in ("infonce", "clip") for d in ("float64", "float32")}
     counts = {key: 0 for key in worst}
+    gathered = {key: 0 for key in worst}  # of them, with a gather (use_batch, P > 1)
     points = {"infonce": set(), "clip": set()}
     failures = 0
     start = time.monotonic()
@@ -89,7 +91,8 @@ def test_inprocess_agrees_with_real_ddp_on_both_families():
             for k, e in enumerate(_errors(a, b)):
                 worst[key][k] = max(worst[key][k], e)
             counts[key] += 1
-            if case.strategy is not None:
+            gathered[key] += has_gather(case)
+            if case.strategy is not None and has_gather(case):
                 points[family].add(case.strategy.point())
             if family == "infonce":
                 assert a["padding_draws"] == b["padding_draws"]
@@ -97,10 +100,13 @@ def test_inprocess_agrees_with_real_ddp_on_both_families():
     finally:
         ddp.close()
     seconds = time.monotonic() - start
-    print(f"\nissue 13 agreement: {counts} cases ({failures} rejected by both) in {seconds:.1f} s; "
+    print(f"\nissue 13 agreement: {counts} cases, {gathered} with a gather "
+          f"({failures} rejected by both) in {seconds:.1f} s; "
+          f"{ {f: len(p) for f, p in points.items()} } strategy points with a gather; "
           f"worst (grad, loss, direct) {worst}")
     for family in ("infonce", "clip"):
         assert counts[(family, "float64")] >= min(100, CASES), counts
+        assert gathered[(family, "float64")] >= min(100, CASES // 2), gathered
         assert max(worst[(family, "float64")]) <= 1e-12, worst
         assert max(worst[(family, "float32")]) <= 1e-5, worst
         assert len(points[family]) == len(POINTS) or CASES < len(POINTS), points[family]
