@@ -21,7 +21,8 @@ def _mesh(rng, meshes):
     """A (W, P) of `meshes`, or by default one with P > 1 (a gather) four times in five."""
     if meshes is not None:
         return meshes[rng.randrange(len(meshes))]
-    choices = [m for m in MESHES if (m[1] > 1) == (rng.random() < 0.8)]
+    gather = rng.random() < 0.8
+    choices = [m for m in MESHES if (m[1] > 1) == gather]
     return choices[rng.randrange(len(choices))]
 
 
