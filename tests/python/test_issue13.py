@@ -145,6 +145,39 @@ def test_the_trainer_point_gives_the_bits_of_no_strategy():
     assert compared == 60
 
 
+def test_conformance_strategies_match_infonce_sim_run(infonce_sim, tmp_path):
+    """The InfoNCE strategy points (no learnable temperature) against the C++ rank program,
+    `infonce-sim run --case FILE --json` (step/rank_program.cpp, loss/infonce_local.cpp):
+    the same losses and gradient within 1e-10 of max(|value|, 1)."""
+    adapter = load_adapter({"kind": "conformance"})
+    runtime = InProcessRuntime()
+    worst, compared, points = 0.0, 0, set()
+    for i in range(200):
+        obj = infonce_case(77, i, learnable=False)
+        path = tmp_path / f"case{i}.json"
+        path.write_text(json.dumps(obj))
+        run = subprocess.run([infonce_sim, "run", "--case", str(path), "--json"],
+                             capture_output=True, text=True)
+        case = parse_case(obj)
+        if run.returncode == 2:  # rejected: the torch step must reject it too
+            with pytest.raises(Exception):
+                runtime.run(adapter, case)
+            continue
+        want = json.loads(run.stdout.splitlines()[-1])
+        got = runtime.run(adapter, case)
+        grad = torch.tensor(want["grad"], dtype=torch.float64)
+        worst = max([worst, float((got["grad"] - grad).abs().max()) / max(
+            float(grad.abs().max()), 1.0)] + [abs(a - b) / max(abs(b), 1.0)
+                                              for a, b in zip(got["losses"], want["losses"])])
+        compared += 1
+        if case.strategy is not None and has_gather(case):
+            points.add(case.strategy.point())
+    print(f"\ninfonce-sim run: {compared} cases, {len(points)} strategy points with a gather, "
+          f"worst {worst:.3g}")
+    assert compared >= 150 and len(points) == len(POINTS)
+    assert worst <= 1e-10
+
+
 # -- the predictions of docs/strategies.md on equal batches ---------------------------------
 
 
