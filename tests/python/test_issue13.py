@@ -7,6 +7,8 @@
   family, every strategy point;
 - the in-process runtime gives the same bits twice, and a strategy key naming the
   trainer's point gives the bits of the case without it;
+- the InfoNCE strategy points match the C++ rank program (`infonce-sim run`, when
+  INFONCE_SIM is set);
 - the strategy points' predictions of docs/strategies.md hold on equal batches (the
   encoders' and the direct parameters' ratio to the full-batch gradient);
 - the worker answers CLIP and strategy requests over stdin/stdout, and rejects keys its
