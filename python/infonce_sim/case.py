@@ -54,6 +54,10 @@ class Case:
     # accumulation.window (docs/MODEL.md): `steps` above is the window, the
     # micro-steps that run; the case file holds this many more, all empty.
     empty_tail_steps: int = 0
+    # Issue 13's keys (MODEL.md 3.7): None / False / "infonce" when absent.
+    strategy: object = None  # None or strategy.Strategy
+    learnable_temperature: bool = False
+    family: str = "infonce"
 
     @property
     def replicas(self):
@@ -107,7 +111,27 @@ def _list(value, key, length=None):
     return value
 
 
+_NUMBER_TYPES = (int, float)
+
+
+def _rows_valid(rows, width, min_rows=1):
+    """Fast path: `rows` is a list of >= min_rows lists of `width` finite numbers (no bool).
+
+    Exactly what the checks below accept; anything else (or an error) goes through them,
+    which name the offending key."""
+    try:
+        return (type(rows) is list and len(rows) >= min_rows
+                and all(type(row) is list and len(row) == width for row in rows)
+                and all(type(x) in _NUMBER_TYPES and math.isfinite(x) for row in rows for x in row))
+    except (OverflowError, TypeError):
+        return False
+
+
 def _matrix(value, key, cols=None):
+    if type(value) is list and value and type(value[0]) is list:
+        width = cols if cols is not None else len(value[0])
+        if width > 0 and _rows_valid(value, width):
+            return value
     rows = _list(value, key)
     if not rows:
         raise CaseError(f"{key}: empty")
@@ -146,6 +170,8 @@ def _parse_batches(value, steps, dp, features):
     for m, shards in enumerate(micros):
         for d, groups in enumerate(_list(shards, f"batches[{m}]", dp)):
             for g, rows in enumerate(_list(groups, f"batches[{m}][{d}]")):
+                if _rows_valid(rows, features, 2):
+                    continue
                 key = f"batches[{m}][{d}][{g}]"
                 if len(_list(rows, key)) < 2:
                     raise CaseError(f"{key}: a group needs at least its query and positive rows")
@@ -182,10 +208,17 @@ def _parse_expect(obj, rows, cols):
 
 
 def parse_case(obj):
+    """An InfoNCE case (Case), or with `"family": "clip"` a CLIP case (clip_case.ClipCase)."""
+    if isinstance(obj, dict) and "family" in obj:
+        family = _choice(obj["family"], "family", ("infonce", "clip"))
+        if family == "clip":
+            from .clip_case import parse_clip_case
+            return parse_clip_case(obj)
     top = ("format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
            "accumulation", "rng", "batches")
     # "found" (how a property campaign found the case) is metadata: not read here.
-    _check_keys(obj, "", top, ("padding_draws", "expect", "dtype", "found"))
+    _check_keys(obj, "", top, ("padding_draws", "expect", "dtype", "found", "strategy",
+                               "learnable_temperature", "family"))
     if obj["format"] != "infonce-case/1":
         raise CaseError("format: expected infonce-case/1")
     _check_keys(obj["mesh"], "mesh.", ("world", "dp"))
@@ -206,12 +239,19 @@ def parse_case(obj):
             raise CaseError(f"batches[{m}]: outside accumulation.window: must be empty")
     _check_keys(obj["rng"], "rng.", ("mode", "seed"))
     _int(obj["rng"]["seed"], "rng.seed", 0, 2**64 - 1)
+    reduction = _choice(obj["reduction"], "reduction", ("mean", "sum"))
+    compensate = _bool(obj["compensate"], "compensate")
+    from .strategy import StrategyError, parse_strategy
+    try:
+        strategy = parse_strategy(obj.get("strategy"), reduction, compensate)
+    except StrategyError as e:
+        raise CaseError(str(e)) from e
     return Case(
         world=world,
         dp=dp,
-        reduction=_choice(obj["reduction"], "reduction", ("mean", "sum")),
+        reduction=reduction,
         gather=_choice(obj["gather"], "gather", ("object", "tensor")),
-        compensate=_bool(obj["compensate"], "compensate"),
+        compensate=compensate,
         loss=_parse_loss(obj["loss"]),
         normalize=_bool(obj["encoder"]["normalize"], "encoder.normalize"),
         weight=weight,
@@ -223,7 +263,10 @@ def parse_case(obj):
         batches=batches[:window],
         expect=_parse_expect(obj.get("expect"), len(weight), len(weight[0])),
         dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),
-        empty_tail_steps=steps - window)
+        empty_tail_steps=steps - window,
+        strategy=strategy,
+        learnable_temperature=_bool(obj.get("learnable_temperature", False),
+                                    "learnable_temperature"))
 
 
 def load_case(path):

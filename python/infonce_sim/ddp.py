@@ -79,6 +79,10 @@ def _agree_on_failure(failed):
 
 def rank_step(adapter, case, world_rank, group_cache, replays_draws):
     """One data-parallel step on this rank under DDP; returns its report."""
+    from . import families
+
+    if families.of(case) is not None:  # a strategy, a learnable temperature, CLIP
+        return families.ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws)
     dtype = torch.float64 if case.dtype == "float64" else torch.float32
     replica = world_rank % case.replicas
     group = dp_groups_for(case.world, case.dp, group_cache)[replica]
@@ -243,6 +247,10 @@ class DdpRuntime:
         errors = [reports[w]["error"] for w in range(case.world) if "error" in reports[w]]
         if errors:
             raise PoolError(errors[0])
+        from . import families
+
+        if families.of(case) is not None:
+            return families.ddp_result(case, reports)
         grads = [torch.tensor(reports[w]["grad"], dtype=torch.float64) for w in range(case.world)]
         return {
             "losses": [reports[w]["loss"] for w in range(case.world)],

@@ -8,8 +8,9 @@ same inputs give the same bits on every run.
 Two ways to run a rank, one scheduler:
   * an adapter written as a generator (the `conformance` adapter) yields its
     collectives; the scheduler advances the ranks' generators in turn (no threads), and
-    runs every rank's backward of a micro-step in one autograd call (the graphs are
-    disjoint, so each replica's gradient has the bits of its own backward);
+    after every rank's last micro-step runs the backward of each micro-step, in order, in
+    one autograd call for all ranks (the graphs are disjoint, so each replica's gradient
+    has the bits of its own backward);
   * an adapter written as a plain function (a trainer's real code) calls
     torch.distributed itself; each rank then runs on its own thread and a baton
     (one semaphore per rank) lets exactly one thread run at a time. While a case
@@ -30,6 +31,7 @@ each DP group in group-rank order.
 import ctypes
 import pickle
 import random
+import struct
 import threading
 
 import numpy as np
@@ -59,13 +61,14 @@ class Group:
 class _Slot:
     """The k-th collective on one group: every member's contribution, then its results."""
 
-    __slots__ = ("op", "group", "payloads", "arrived", "results", "reduce_op")
+    __slots__ = ("op", "group", "payloads", "arrived", "results", "reduce_op", "shared")
 
     def __init__(self, op, group, reduce_op):
         self.op, self.group, self.reduce_op = op, group, reduce_op
         self.payloads = [None] * group.size()
         self.arrived = 0
         self.results = None
+        self.shared = True  # every member only reads what it receives (Collective.shared)
 
 
 def _copy_object(obj):
@@ -97,21 +100,24 @@ def _reduce(tensors, reduce_op):
 def _complete(slot):
     p = slot.payloads
     if slot.op == "all_gather_object":
-        slot.results = [[_copy_object(x) for x in p] for _ in p]
+        if slot.shared:  # the senders' (detached) objects themselves: nobody writes them
+            slot.results = [list(p) for _ in p]
+        else:
+            slot.results = [[_copy_object(x) for x in p] for _ in p]
     elif slot.op == "all_gather":
         shapes = {tuple(t.shape) for t in p}
         if len(shapes) != 1:
             raise RuntimeError_(f"all_gather: tensors of different shapes {sorted(shapes)}")
-        slot.results = [[t.detach().clone() for t in p] for _ in p]
+        if slot.shared:
+            slot.results = [list(p) for _ in p]
+        else:
+            slot.results = [[t.detach().clone() for t in p] for _ in p]
     elif slot.op == "all_reduce":
         total = _reduce([t.detach() for t in p], slot.reduce_op)
         slot.results = [total.clone() for _ in p]
     elif slot.op == "reduce_scatter":  # payload: every member's list of per-member tensors
         slot.results = [_reduce([parts[i] for parts in p], "sum") for i in range(len(p))]
     elif slot.op == "barrier":
-        slot.results = [None] * len(p)
-    elif slot.op == "backward":  # every rank's graph at once: one engine call, disjoint graphs
-        torch.autograd.backward(list(p))
         slot.results = [None] * len(p)
     else:
         raise AssertionError(slot.op)
@@ -151,69 +157,188 @@ class _VirtualRank:
 
 
 class RandomStates:
-    """Swaps the process's global generators (numpy's, torch's CPU one, Python's) per rank.
+    """Each rank's state of the process's global generators, swapped in lazily.
 
-    numpy's legacy get_state/set_state cost ~30 us each, and a case switches ranks
-    dozens of times, so the MT19937 words (key and position) are copied directly
-    through the bit generator's ctypes address (~1 us); the full state is read only
-    when a rank's words changed and written only when a cached Gaussian is involved
-    (RandomState keeps that cache outside the bit generator). A rank's saved state
-    is (MT words, full numpy state or None when it holds no cached Gaussian, torch
-    state, Python state).
+    A user's loss may draw from numpy's global generator, torch's CPU one and Python's
+    `random`, and must see its own rank's streams, as on separate processes. A state is
+    an immutable snapshot, shared by every rank holding it (all ranks of a `synced`
+    case start from one); the globals are written only when the next rank's snapshot is
+    not the one they hold, and after a rank ran its snapshot is kept unless the state
+    read back differs (the rank drew). Reads and writes are direct memory copies where
+    the layout is known (probed and checked at start-up; else the public get/set):
+
+    * numpy: the MT19937 words (key, position) through the bit generator's ctypes
+      address, and RandomState's cached Gaussian (has_gauss, gauss: kept outside the
+      bit generator; a draw may consume it without touching the words); ~1 us, where
+      the legacy get_state/set_state cost ~30 us each;
+    * Python: the `_random.Random` object's words (index, key) and `gauss_next`;
+    * torch: get_state/set_state (~1 us each), compared as bytes.
+
+    `enter(generators)`: the globals the adapter can observe (an adapter may declare
+    fewer: `random_generators`, python/README.md); the others are neither seeded nor
+    swapped. A rank's state is a tuple (numpy, torch, python) of snapshots (None for a
+    generator not in use); a snapshot's first item is its bytes, compared on save.
     """
 
-    MT_BYTES = 624 * 4 + 4  # mt19937_state: uint32 key[624]; int pos
+    GENERATORS = ("numpy", "torch", "python")
+    MT_BYTES = 624 * 4 + 4  # numpy's mt19937_state: uint32 key[624]; int pos
+    PY_OFFSET = 16  # CPython: PyObject_HEAD, then RandomObject's int index; uint32 state[624]
+    PY_BYTES = 4 + 624 * 4
+    SEEDED_CACHE = 256  # seeds whose snapshots are kept (shrinking re-runs one case's seed)
 
     def __init__(self):
-        bit_generator = np.random.mtrand._rand._bit_generator
+        legacy = np.random.mtrand._rand
+        bit_generator = legacy._bit_generator
         assert type(bit_generator).__name__ == "MT19937", type(bit_generator)
-        self.address = bit_generator.ctypes.state_address
+        self.np_address = bit_generator.ctypes.state_address
+        self.np_gauss = _numpy_gauss_address(legacy, self.np_address)
         self.torch = torch.default_generator
-        self.loaded_words = None  # the MT words last written (or read) for a rank
-        self.global_gauss = True  # whether the global state may hold a cached Gaussian
+        self.py = random._inst
+        self.py_address = (id(self.py) + self.PY_OFFSET
+                           if _python_layout_ok(self.py, self.PY_OFFSET) else None)
+        self.use = (True, True, True)
+        self.loaded = (None, None, None)  # the snapshots the globals hold (None: unknown)
+        self.seeded_cache = {}
 
-    def _words(self):
-        return ctypes.string_at(self.address, self.MT_BYTES)
-
-    def enter(self):
-        """A case starts: the global state is whatever it was (assume the worst)."""
-        self.loaded_words = None
-        self.global_gauss = True
+    def enter(self, generators=GENERATORS):
+        """A case starts: nothing is known of what the globals hold."""
+        self.use = tuple(g in generators for g in self.GENERATORS)
+        self.loaded = (None, None, None)
 
     def seeded(self, seed):
-        """The state every generator has after seeding with `seed` (globals left changed)."""
-        np.random.seed(seed % 2**32)
-        self.torch.manual_seed(seed)  # CPU only: torch.manual_seed also queues CUDA work
-        random.seed(seed)
-        self.global_gauss = False
-        return (self._words(), None, self.torch.get_state(), random.getstate())
+        """The snapshots of every generator in use right after seeding with `seed`.
+
+        The globals stay unknown (`loaded`): code outside the ranks may draw before the
+        first rank runs (a new replica's initialisation does), so the first load writes."""
+        key = (seed, self.use)
+        snapshots = self.seeded_cache.get(key)
+        if snapshots is None:
+            use_np, use_torch, use_py = self.use
+            if use_np:
+                np.random.seed(seed % 2**32)  # also drops a cached Gaussian
+            if use_torch:
+                self.torch.manual_seed(seed)  # CPU only: torch.manual_seed also queues CUDA work
+            if use_py:
+                random.seed(seed)
+            snapshots = (self._read_np(None) if use_np else None,
+                         self._read_torch(None) if use_torch else None,
+                         self._read_py(None) if use_py else None)
+            if len(self.seeded_cache) >= self.SEEDED_CACHE:
+                self.seeded_cache.clear()
+            self.seeded_cache[key] = snapshots
+        return snapshots
 
     def load(self, state):
-        words, full, torch_state, python_state = state
-        if full is not None or self.global_gauss:
-            np.random.set_state(full if full is not None else _numpy_state_from_words(words))
-            self.global_gauss = full is not None
-        elif words != self.loaded_words:
-            ctypes.memmove(self.address, words, self.MT_BYTES)
-        self.loaded_words = words
-        self.torch.set_state(torch_state)
-        random.setstate(python_state)
+        """Put a rank's snapshots into the globals (those the globals do not hold)."""
+        np_state, torch_state, py_state = state
+        loaded_np, loaded_torch, loaded_py = self.loaded
+        if np_state is not loaded_np and np_state is not None:
+            if self.np_gauss is not None:
+                ctypes.memmove(self.np_address, np_state[0], self.MT_BYTES)
+                ctypes.memmove(self.np_gauss, np_state[1], _GAUSS_BYTES)
+            else:
+                np.random.set_state(np_state[1])
+        if torch_state is not loaded_torch and torch_state is not None:
+            self.torch.set_state(torch_state[1])
+        if py_state is not loaded_py and py_state is not None:
+            if self.py_address is not None:
+                ctypes.memmove(self.py_address, py_state[0], self.PY_BYTES)
+                self.py.gauss_next = py_state[1]
+            else:
+                random.setstate(py_state[1])
+        self.loaded = state
 
-    def save(self, before):
-        words = self._words()
-        full = before[1]
-        if words != self.loaded_words:  # the rank drew numbers: read the cached Gaussian too
+    def save(self):
+        """The snapshots the globals hold now: the running rank's, after it ran."""
+        loaded_np, loaded_torch, loaded_py = self.loaded
+        use_np, use_torch, use_py = self.use
+        state = (self._read_np(loaded_np) if use_np else None,
+                 self._read_torch(loaded_torch) if use_torch else None,
+                 self._read_py(loaded_py) if use_py else None)
+        self.loaded = state
+        return state
+
+    # -- one generator: (bytes, what to write back); the previous snapshot when unchanged ----
+
+    def _read_np(self, previous):
+        if self.np_gauss is not None:
+            words = ctypes.string_at(self.np_address, self.MT_BYTES)
+            gauss = ctypes.string_at(self.np_gauss, _GAUSS_BYTES)
+            if previous is not None and words == previous[0] and gauss == previous[1]:
+                return previous
+            return (words, gauss)
+        full = np.random.get_state()
+        data = full[1].tobytes() + struct.pack("=qqd", full[2], full[3], full[4])
+        return previous if previous is not None and data == previous[0] else (data, full)
+
+    def _read_torch(self, previous):
+        state = self.torch.get_state()
+        data = state.numpy().tobytes()
+        return previous if previous is not None and data == previous[0] else (data, state)
+
+    def _read_py(self, previous):
+        if self.py_address is None:
+            state = random.getstate()
+            return previous if previous is not None and state == previous[1] else (state, state)
+        words = ctypes.string_at(self.py_address, self.PY_BYTES)
+        gauss = self.py.gauss_next
+        if previous is not None and words == previous[0] and gauss == previous[1]:
+            return previous
+        return (words, gauss)
+
+
+# RandomState's aug_bitgen_t {bitgen_t *bit_generator; int has_gauss; double gauss}: the
+# bytes from has_gauss to the end of gauss.
+_GAUSS_BYTES = 16
+
+
+def _numpy_gauss_address(legacy, state_address):
+    """The address of `legacy` (numpy's global RandomState)'s has_gauss, or None.
+
+    Cython lays the object out as: ..., bitgen_t _bitgen {void *state; ...}, aug_bitgen_t
+    _aug_state {bitgen_t *bit_generator = &_bitgen; int has_gauss; double gauss}. Found by
+    the two pointers, then checked against get_state() with and without a cached
+    Gaussian; the global state is restored."""
+    pointer = struct.Struct("=Q")
+    base = id(legacy)
+    memory = ctypes.string_at(base, 256)
+    bitgen = [off for off in range(0, 256 - 7, 8)
+              if pointer.unpack_from(memory, off)[0] == state_address]
+    if len(bitgen) != 1:
+        return None
+    aug = [off for off in range(0, 256 - 7, 8)
+           if pointer.unpack_from(memory, off)[0] == base + bitgen[0]]
+    if len(aug) != 1:
+        return None
+    address = base + aug[0] + 8
+    saved = np.random.get_state()
+    try:
+        np.random.seed(20240601)
+        checks = []
+        for _ in range(3):  # caches a Gaussian, uses it, caches another
+            np.random.standard_normal()
+            has_gauss, gauss = struct.unpack("=i4xd", ctypes.string_at(address, _GAUSS_BYTES))
             state = np.random.get_state()
-            full = state if state[3] else None
-            self.global_gauss = bool(state[3])
-        self.loaded_words = words
-        return (words, full, self.torch.get_state(), random.getstate())
+            checks.append(has_gauss == state[3] and (not has_gauss or gauss == state[4]))
+        return address if all(checks) else None
+    finally:
+        np.random.set_state(saved)
 
 
-def _numpy_state_from_words(words):
-    key = np.frombuffer(words, dtype=np.uint32, count=624).copy()
-    pos = int.from_bytes(words[624 * 4:], "little", signed=True)
-    return ("MT19937", key, pos, 0, 0.0)
+def _python_layout_ok(generator, offset):
+    """Whether `generator`'s (index, key words) sit at `offset` as CPython's RandomObject
+    lays them out: compared with getstate() on a probe state, then restored."""
+    saved = generator.getstate()
+    try:
+        generator.seed(20240601)
+        _, internal, _ = generator.getstate()
+        words = ctypes.string_at(id(generator) + offset, 4 + 624 * 4)
+        return len(internal) == 625 and words == struct.pack("=i624I", internal[624],
+                                                             *internal[:624])
+    except (TypeError, ValueError, struct.error):
+        return False
+    finally:
+        generator.setstate(saved)
 
 
 class World:
@@ -247,7 +372,7 @@ class World:
     def resolve(self, group):
         return self.world_group if group is None else group
 
-    def deposit(self, rank, op, group, payload, reduce_op="sum"):
+    def deposit(self, rank, op, group, payload, reduce_op="sum", shared=False):
         """Add this rank's contribution to its next collective on `group`; return the slot."""
         group = self.resolve(group)
         if rank.world_rank not in group.index:
@@ -263,6 +388,7 @@ class World:
             raise RuntimeError_(f"collective mismatch on {group}: rank {rank.world_rank} "
                                 f"called {op}, another member {slot.op}")
         self.log.append((rank.world_rank, op, group.ranks))
+        slot.shared = slot.shared and shared
         slot.payloads[member] = payload
         slot.arrived += 1
         if slot.arrived == group.size():
@@ -320,9 +446,9 @@ class World:
 
     # -- random state per rank -----------------------------------------------------------------
 
-    def _seed_rng(self, case):
+    def _seed_rng(self, case, generators):
         """Each rank's initial random state (numpy, torch, Python), from the case's `rng`."""
-        self.rng.enter()
+        self.rng.enter(generators)
         for rank in self.ranks:
             rank.rng = self.rng.seeded(seed_value(case, rank.world_rank))
 
@@ -339,7 +465,7 @@ class World:
                 self._advance(rank)
         finally:
             self.current = None
-            rank.rng = self.rng.save(rank.rng)
+            rank.rng = self.rng.save()
 
     def _advance(self, rank):
         """Generator mode: run the rank's program until it waits on a collective or ends."""
@@ -359,7 +485,7 @@ class World:
                 rank.finished = True
                 return
             slot, member = self.deposit(rank, request.op, request.group, request.payload,
-                                        request.reduce_op)
+                                        request.reduce_op, request.shared)
             if slot.results is None:
                 rank.waiting, rank.result = slot, (slot, member)
                 return
@@ -421,18 +547,21 @@ class World:
 
     # -- one case -------------------------------------------------------------------------------
 
-    def model(self, world_rank, weight):
-        """This rank's replica (built once per shape and dtype), holding `weight`, no gradient."""
+    def replicas(self, weight):
+        """Every rank's replica (built once per shape and dtype), holding `weight`, no gradient."""
         rows, features = weight.shape
-        key = (world_rank, rows, features, weight.dtype)
-        module = self.models.get(key)
-        if module is None:
-            module = self.models[key] = torch.nn.Linear(features, rows,
-                                                        bias=False).to(weight.dtype)
+        modules = []
         with torch.no_grad():
-            module.weight.copy_(weight)
-        module.weight.grad = None
-        return module
+            for world_rank in range(self.world):
+                key = (world_rank, rows, features, weight.dtype)
+                module = self.models.get(key)
+                if module is None:
+                    module = self.models[key] = torch.nn.Linear(features, rows,
+                                                                bias=False).to(weight.dtype)
+                module.weight.copy_(weight)
+                module.weight.grad = None
+                modules.append(module)
+        return modules
 
     def dp_group(self, case, replica):
         return self.group([replica + i * case.replicas for i in range(case.dp)])
@@ -491,19 +620,22 @@ class InProcessRuntime:
 
     def run(self, adapter, case, replays_draws=True):
         """{losses, grad, grads, padding_draws} of one case (raises on a failed step)."""
-        from . import standin  # torch.distributed stand-ins: only for threaded adapters
+        from . import families, standin  # stand-ins: only for threaded adapters
+
+        if families.of(case) is not None:  # a strategy, a learnable temperature, CLIP
+            return families.run_inprocess(self, adapter, case, replays_draws)
 
         world = self.world(case.world)
         for rank in world.ranks:
             rank.reset()
-        world._seed_rng(case)
+        world._seed_rng(case, getattr(adapter, "random_generators", RandomStates.GENERATORS))
         dtype = torch.float64 if case.dtype == "float64" else torch.float32
         weight = torch.tensor(case.weight, dtype=dtype)
         inputs = {}  # (micro, DP shard) -> (x, labels): replicas read the same input tensors
         contexts = [
-            RankContext(case, w, world.model(w, weight), world.dp_group(case, w % case.replicas),
-                        replays_draws, inputs)
-            for w in range(case.world)
+            RankContext(case, w, model, world.dp_group(case, w % case.replicas), replays_draws,
+                        inputs)
+            for w, model in enumerate(world.replicas(weight))
         ]
         threaded = not is_generator_adapter(adapter)
         if threaded:
@@ -511,9 +643,21 @@ class InProcessRuntime:
             with standin.installed(world):
                 losses = world.run_ranks(programs, threaded=True)
         else:
+            # Backward after every rank's last micro-step (accumulation sends nothing before,
+            # and nothing reads a gradient in between): one autograd call per micro-step for
+            # all ranks, in micro-step order, so each replica accumulates as it would alone.
+            roots = [[None] * case.world for _ in range(case.steps)]
+
+            def defer(ctx):
+                def backward(micro, scalar):
+                    roots[micro][ctx.world_rank] = scalar
+                return backward
+
             losses = world.run_ranks(
-                [rank_program(adapter, ctx, batched_backward=True) for ctx in contexts],
-                threaded=False)
+                [rank_program(adapter, ctx, backward=defer(ctx), generator=True)
+                 for ctx in contexts], threaded=False)
+            for micro_roots in roots:
+                torch.autograd.backward(micro_roots)
         grads = reduce_gradients(case, [ctx.model.weight.grad for ctx in contexts])
         return {
             "losses": losses,

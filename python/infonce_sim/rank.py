@@ -29,16 +29,17 @@ class Collective:
     list of tensors), "all_reduce" (payload: a tensor; `reduce_op` "sum" or "max";
     result: the reduced tensor, written into the payload as torch.distributed does).
     group: None for the world, or a group from RankContext.dp_group.
-    "backward" (payload: this rank's scalar to backpropagate; world group) is the runtime's
-    own: the in-process runtime runs every rank's backward in one autograd call (the ranks'
-    graphs are disjoint: gathered slots are copies), real DDP calls payload.backward().
+    shared: the adapter only reads what it receives (gathers): the in-process runtime may
+    hand every member the senders' own objects instead of a copy each (tensors must be
+    detached: no receiver may reach a sender's graph). Real DDP ignores it.
     """
 
-    __slots__ = ("op", "payload", "group", "reduce_op")
+    __slots__ = ("op", "payload", "group", "reduce_op", "shared")
 
-    def __init__(self, op, payload, group=None, reduce_op="sum"):
-        assert op in ("all_gather_object", "all_gather", "all_reduce", "backward"), op
+    def __init__(self, op, payload, group=None, reduce_op="sum", shared=False):
+        assert op in ("all_gather_object", "all_gather", "all_reduce"), op
         self.op, self.payload, self.group, self.reduce_op = op, payload, group, reduce_op
+        self.shared = shared
 
 
 class RankContext:
@@ -103,16 +104,19 @@ def seed_value(case, world_rank):
     return seed if case.rng_mode == "synced" else seed + world_rank
 
 
-def rank_program(adapter, ctx, agree_on_failure=None, batched_backward=False):
+def rank_program(adapter, ctx, agree_on_failure=None, backward=None, generator=None):
     """One rank's whole step (a generator yielding Collectives); returns the reported loss.
 
     agree_on_failure(failed) -> generator returning whether any rank failed: under real
     DDP every rank must know before anyone enters DDP's backward collectives.
-    batched_backward: yield the backward as a Collective (the runtime runs it).
+    backward(micro, scalar): the runtime backpropagates the micro-step's scalar (later, in
+    micro-step order); without it the program calls scalar.backward() itself.
+    generator: is_generator_adapter(adapter), when the caller knows it.
     """
     case = ctx.case
     divisor = case.steps if case.ga_normalize else 1
-    generator = is_generator_adapter(adapter)
+    if generator is None:
+        generator = is_generator_adapter(adapter)
     reported = 0.0
     for micro in range(case.steps):
         ctx.micro = micro
@@ -141,11 +145,13 @@ def rank_program(adapter, ctx, agree_on_failure=None, batched_backward=False):
                     raise error
                 if failed:
                     raise StepFailed("another rank failed")
-            if batched_backward:
-                yield Collective("backward", loss / divisor)
+            if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
+                loss, value = loss / divisor, value.detach() / divisor
+            if backward is not None:
+                backward(micro, loss)
             else:
-                (loss / divisor).backward()
-            reported += float(value.detach() / divisor)
+                loss.backward()
+            reported += float(value.detach())
     return reported
 
 

@@ -33,15 +33,22 @@ def encode(x, weight, normalize):
     return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if normalize else e
 
 
-def split_groups(sentences, labels):
-    """The trainer's parsing: the i-th 1 in the labels, shifted by i, is group i's query."""
-    positives = torch.nonzero(labels == 1).flatten().tolist()
+def group_bounds(sentences, labels):
+    """The trainer's parsing: the i-th 1 in the labels, shifted by i, is group i's query.
+
+    Returns the groups' first rows and the end: group i is rows bounds[i]:bounds[i + 1]."""
+    values = labels.tolist()
+    positives = [i for i, label in enumerate(values) if label == 1]
     starts = [p + i for i, p in enumerate(positives)]
-    total = labels.numel() + len(positives)
+    total = len(values) + len(positives)
     assert total == sentences.shape[0], "labels do not describe the sentence list"
     assert not starts or starts[0] == 0, "sentences before the first group"
-    bounds = starts + [total]
-    return [sentences[bounds[i]:bounds[i + 1]] for i in range(len(starts))]
+    return starts + [total]
+
+
+def split_groups(sentences, labels):
+    bounds = group_bounds(sentences, labels)
+    return [sentences[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
 
 
 class DrawStream:
@@ -122,8 +129,8 @@ def _masked(values, mask):
     return torch.where(mask, torch.full_like(values, -math.inf), values)
 
 
-def local_loss_batched(groups, t):
-    s = torch.stack(groups, dim=0)  # [B, k+2, D]
+def local_loss_batched(s, t):
+    """s: the groups stacked, [B, k+2, D]."""
     logits = torch.matmul(s[:, 0:1], s[:, 1:].transpose(1, 2)).squeeze(1) / t
     target = torch.zeros(s.shape[0], dtype=torch.int64)
     return F.cross_entropy(logits, target)
@@ -137,22 +144,26 @@ def local_loss_loop(groups, t):
     return total / len(groups)
 
 
-def global_loss_batched(groups, settings):
-    s = torch.stack(groups, dim=0)  # [B, n, D], n = k + 2
+def global_loss_batched(s, settings):
+    """s: the groups stacked, [B, n, D], n = k + 2."""
     count, block = s.shape[0], s.shape[1] - 1
     queries = s[:, 0]
     docs = s[:, 1:].reshape(-1, s.shape[2])
     targets = torch.arange(count) * block
-    own_target = F.one_hot(targets, docs.shape[0]).bool()
     qd = queries @ docs.T
-    threshold = qd[torch.arange(count), targets].detach().unsqueeze(1) + settings.fake_neg_margin
-    parts = [_masked(qd, qd > threshold) if settings.mask_fake_negative else qd]
+    mask = settings.mask_fake_negative
+    if mask:
+        threshold = qd[torch.arange(count), targets].detach().unsqueeze(1) + \
+            settings.fake_neg_margin
+    parts = [_masked(qd, qd > threshold) if mask else qd]
     if settings.include_qq:
         qq = _masked(queries @ queries.T, torch.eye(count, dtype=torch.bool))
-        parts.append(_masked(qq, qq > threshold) if settings.mask_fake_negative else qq)
+        parts.append(_masked(qq, qq > threshold) if mask else qq)
     if settings.include_dd:  # never threshold-masked
+        own_target = F.one_hot(targets, docs.shape[0]).bool()
         parts.append(_masked(s[:, 1] @ docs.T, own_target))
-    logits = torch.cat(parts, dim=1)
+    # (one part: itself; cat would copy the same values and pass the gradient through)
+    logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
     _check_rows_alive(logits)
     return F.cross_entropy(logits / settings.temperature, targets)
 
@@ -161,17 +172,19 @@ def global_loss_loop(groups, settings):
     docs = torch.cat([group[1:] for group in groups], dim=0)
     queries = torch.stack([group[0] for group in groups], dim=0)
     total, target = 0, 0
+    mask = settings.mask_fake_negative
     for g, group in enumerate(groups):
-        own_target = torch.arange(docs.shape[0]) == target
         qd = group[0] @ docs.T
-        threshold = qd[target].detach() + settings.fake_neg_margin
-        parts = [_masked(qd, qd > threshold) if settings.mask_fake_negative else qd]
+        if mask:
+            threshold = qd[target].detach() + settings.fake_neg_margin
+        parts = [_masked(qd, qd > threshold) if mask else qd]
         if settings.include_qq:
             qq = _masked(group[0] @ queries.T, torch.arange(len(groups)) == g)
-            parts.append(_masked(qq, qq > threshold) if settings.mask_fake_negative else qq)
+            parts.append(_masked(qq, qq > threshold) if mask else qq)
         if settings.include_dd:
+            own_target = torch.arange(docs.shape[0]) == target
             parts.append(_masked(group[1] @ docs.T, own_target))
-        row = torch.cat(parts)
+        row = torch.cat(parts) if len(parts) > 1 else parts[0]
         _check_rows_alive(row.unsqueeze(0))
         total = total - torch.log_softmax(row / settings.temperature, dim=0)[target]
         target += group.shape[0] - 1
@@ -183,17 +196,33 @@ def infonce_loss(sentences, labels, settings, draws, path="trainer"):
 
     path: "trainer" picks batched/loop as the trainer does; "loop" forces the loop.
     """
-    groups = resize_groups(split_groups(sentences, labels), settings, draws)
+    bounds = group_bounds(sentences, labels)
+    sizes = {bounds[i + 1] - bounds[i] for i in range(len(bounds) - 1)}
+    hard = settings.hard_negatives
+    if path == "trainer" and len(sizes) == 1 and (hard is None or sizes == {hard + 2}):
+        # Every group already has the batched path's size (no resizing, no draw): the
+        # stack of the groups is the sentences themselves, [B, n, D]. Its values and
+        # layout are the stack's; so is its gradient: the batched losses take at least
+        # two slices of it (query, documents), so each element's gradient is its own
+        # plus zeros, as the groups' slices summed give.
+        if hard is not None:  # as resize_groups: recorded draws must all be used
+            draws.check_all_used()
+        s = sentences.reshape(len(bounds) - 1, sizes.pop(), sentences.shape[1])
+        if not settings.use_batch:
+            return local_loss_batched(s, settings.temperature)
+        return global_loss_batched(s, settings)
+    groups = [sentences[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    groups = resize_groups(groups, settings, draws)
     if not groups:
         raise CaseError("the loss's batch has zero groups")
     same_size = len({group.shape[0] for group in groups}) == 1
     batched = path == "trainer" and (settings.hard_negatives is not None or same_size)
     if not settings.use_batch:
         if batched:
-            return local_loss_batched(groups, settings.temperature)
+            return local_loss_batched(torch.stack(groups, dim=0), settings.temperature)
         return local_loss_loop(groups, settings.temperature)
     if batched:
-        return global_loss_batched(groups, settings)
+        return global_loss_batched(torch.stack(groups, dim=0), settings)
     return global_loss_loop(groups, settings)
 
 

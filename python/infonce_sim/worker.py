@@ -1,7 +1,7 @@
 """The `infonce-sut/1` worker: a system under test for `infonce-sim check --sut CMD`.
 
-    python3 -m infonce_sim.worker --adapter conformance|ms-swift|MODULE:FUNCTION
-        [--runtime inprocess|ddp] [--swift-root DIR] [--swift-file F]
+    python3 -m infonce_sim.worker --adapter conformance|ms-swift|open-clip|MODULE:FUNCTION
+        [--runtime inprocess|ddp] [--swift-root DIR] [--swift-file F] [--open-clip-root DIR]
         [--max-world N] [--max-replicas N] [--option KEY=VALUE ...]
 
 Protocol (docs/sut-protocol.md): newline-delimited JSON on stdin/stdout. The worker
@@ -27,7 +27,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python3 -m infonce_sim.worker",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", required=True,
-                        help="conformance, ms-swift, or MODULE:FUNCTION (a factory returning an "
+                        help="conformance, ms-swift, open-clip, or MODULE:FUNCTION (a factory "
+                        "returning an "
                         "adapter, see python/README.md)")
     parser.add_argument("--runtime", choices=("inprocess", "ddp"), default="inprocess")
     parser.add_argument("--swift-root", metavar="DIR",
@@ -35,6 +36,9 @@ def parse_args(argv):
                         "swift package")
     parser.add_argument("--swift-file", metavar="F", default="embedding.py",
                         help="the loss file under swift/loss/ (default embedding.py)")
+    parser.add_argument("--open-clip-root", metavar="DIR",
+                        help="open-clip: an open_clip checkout (DIR/src/open_clip/loss.py); "
+                        "default: the installed open_clip package")
     parser.add_argument("--max-world", type=int, default=8, metavar="N")
     parser.add_argument("--max-replicas", type=int, default=None, metavar="N",
                         help="largest replicas per DP shard (default: 8 conformance, 2 ms-swift)")
@@ -54,6 +58,8 @@ def adapter_spec(args):
         spec["max_replicas"] = args.max_replicas
     if args.adapter == "ms-swift":
         spec.update(swift_root=args.swift_root, swift_file=args.swift_file)
+    if args.adapter == "open-clip" and args.open_clip_root:
+        spec.update(open_clip_root=args.open_clip_root)
     for option in args.option:
         key, sep, value = option.partition("=")
         if not sep or not key:
@@ -88,6 +94,8 @@ def one_line(text):
 
 def outside_supports(case, supports):
     """Why the case is outside the handshake's `supports`, or None."""
+    if case.family == "clip":
+        return _clip_outside_supports(case, supports)
     checks = [
         (case.loss.use_batch in supports.get("use_batch", [True]), "use_batch"),
         (case.loss.hard_negatives is None or supports.get("hard_negatives", False),
@@ -108,10 +116,34 @@ def outside_supports(case, supports):
          "accumulation.normalize"),
         (case.rng_mode in supports.get("rng_modes", ["synced"]), "rng.mode"),
     ]
+    return _first_outside(checks)
+
+
+def _first_outside(checks):
     for ok, key in checks:
         if not ok:
             return f"{key}: outside what this SUT declared in its handshake"
     return None
+
+
+def _clip_outside_supports(case, supports):
+    checks = [
+        ("clip" in supports.get("families", ["infonce"]), "family"),
+        (case.logit_bias is None or supports.get("logit_bias", False), "clip.logit_bias"),
+        (case.reduction in supports.get("reductions", ["mean"]), "reduction"),
+        (case.gather in supports.get("gathers", ["object"]), "gather"),
+        (case.dtype in supports.get("dtypes", ["float64"]), "dtype"),
+        (case.world <= supports.get("max_world", 1), "mesh.world"),
+        (case.replicas <= supports.get("max_replicas", 1), "mesh (replicas)"),
+        (case.compensate or supports.get("compensate_false", False), "compensate"),
+        (case.ga_normalize in supports.get("accumulation_normalize", [True]),
+         "accumulation.normalize"),
+    ]
+    return _first_outside(checks)
+
+
+# Case keys beyond SPEC section 7 that a request may carry only when the SUT declared them.
+EXTENSION_KEYS = ("dtype", "strategy", "learnable_temperature", "family")
 
 
 class Worker:
@@ -146,28 +178,43 @@ class Worker:
             if "case" not in request:
                 raise CaseError("request.case: missing")
             case_obj = request["case"]
-            if isinstance(case_obj, dict) and "dtype" in case_obj and \
-                    "dtype" not in self.extension_keys:
-                raise CaseError("case.dtype: not declared in extension_keys")
+            for key in EXTENSION_KEYS:
+                if isinstance(case_obj, dict) and key in case_obj and \
+                        key not in self.extension_keys:
+                    raise CaseError(f"case.{key}: not declared in extension_keys")
             case = parse_case(case_obj)
             why = outside_supports(case, self.supports)
             if why:
                 raise CaseError(why)
             result = self.runtime.run(self.adapter, case,
                                       self.supports.get("replays_padding_draws", False))
-            response = {
-                "id": request_id,
-                "losses": [_finite_or_none(float(x)) for x in result["losses"]],
-                "grad": _matrix(result["grad"]),
-                "grads": [_matrix(g) for g in result["grads"]],
-                "padding_draws": _with_empty_tail(result["padding_draws"], case),
-            }
+            matrices = {}  # id(tensor) -> its JSON: ranks of one reduction share a tensor
+            for g in [result["grad"], *result["grads"]]:
+                if id(g) not in matrices:
+                    matrices[id(g)] = json.dumps(_matrix(g), allow_nan=False)
+            # json.dumps of {id, losses, grad, grads, padding_draws, direct}, each matrix
+            # encoded once; CLIP has no padding_draws, only issue 13's cases have direct
+            parts = [
+                '{"id": ', json.dumps(request_id),
+                ', "losses": ', json.dumps([_finite_or_none(float(x)) for x in result["losses"]],
+                                           allow_nan=False),
+                ', "grad": ', matrices[id(result["grad"])],
+                ', "grads": [', ", ".join(matrices[id(g)] for g in result["grads"]), "]"]
+            if result.get("padding_draws") is not None:
+                parts += [', "padding_draws": ',
+                          json.dumps(_with_empty_tail(result["padding_draws"], case))]
+            if result.get("direct") is not None:
+                parts += [', "direct": ', json.dumps(
+                    {k: _finite_or_none(float(v)) for k, v in result["direct"].items()},
+                    allow_nan=False)]
+            text = "".join(parts + ["}"])
         except ValueError as e:  # json.JSONDecodeError included
-            response = {"id": request_id, "error": one_line(f"{type(e).__name__}: {e}")}
+            text = json.dumps({"id": request_id, "error": one_line(f"{type(e).__name__}: {e}")})
         except Exception as e:  # noqa: BLE001 - any failure of the step is the response
             message = str(e) if isinstance(e, CaseError) else f"{type(e).__name__}: {e}"
-            response = {"id": request_id, "error": one_line(message)}
-        self.send(response)
+            text = json.dumps({"id": request_id, "error": one_line(message)})
+        self.out.write(text + "\n")
+        self.out.flush()
 
     def serve(self, stream):
         for line in stream:

@@ -62,3 +62,13 @@ def load_json_case(path):
     obj.pop("expect", None)
     obj.pop("found", None)
     return obj
+
+
+@pytest.fixture(scope="session")
+def open_clip_root():
+    """An open_clip checkout holding src/open_clip/loss.py (../shared/third_party/open_clip)."""
+    path = env_path("INFONCE_THIRD_PARTY", ROOT.parent / "shared" / "third_party") / "open_clip"
+    if not (path / "src" / "open_clip" / "loss.py").is_file():
+        pytest.skip(f"open_clip's src/open_clip/loss.py not found under {path} "
+                    "(set INFONCE_THIRD_PARTY)")
+    return path

@@ -118,6 +118,33 @@ def test_random_state_is_per_rank_and_survives_switches():
             assert seen[w] == want, (mode, w)
 
 
+def test_cached_gaussians_are_per_rank():
+    """A Gaussian cached by one draw and used by the next (numpy's legacy generator, Python's
+    random.gauss, torch's scalar normal) stays the rank's across switches: a draw that only
+    uses the cache changes no generator word."""
+    seen = {}
+
+    def body(ctx, embeddings, labels):
+        values = []
+        for _ in range(4):
+            values.append((float(np.random.normal()), random.gauss(0.0, 1.0),
+                           float(torch.randn(()))))
+            dist.barrier()
+        seen[ctx.world_rank] = values
+        return embeddings.sum() * 0
+
+    for mode in ("synced", "per-rank"):
+        seen.clear()
+        InProcessRuntime().run(ThreadAdapter(body), make_case(world=3, dp=3, rng_mode=mode, seed=4))
+        for w in range(3):
+            seed = 4 if mode == "synced" else 4 + w
+            np_gen, torch_gen, py_gen = (np.random.RandomState(seed),
+                                         torch.Generator().manual_seed(seed), random.Random(seed))
+            want = [(float(np_gen.normal()), py_gen.gauss(0.0, 1.0),
+                     float(torch.randn((), generator=torch_gen))) for _ in range(4)]
+            assert seen[w] == want, (mode, w)
+
+
 def test_autograd_all_gather_backward_is_reduce_scatter_sum():
     """y = all_gather(x) on every rank (x_w a leaf of rank w), rank r's loss
     sum_k c[r][k] * sum(y_k): the gradient of x_w is sum over r of c[r][w]."""

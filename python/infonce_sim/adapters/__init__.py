@@ -1,7 +1,7 @@
 """Adapters: what runs a trainer's loss on one rank (see python/README.md).
 
 An adapter spec is a plain dict (it crosses process boundaries under real DDP):
-{"kind": "conformance" | "ms-swift" | "MODULE:FUNCTION", ...options}. `load_adapter`
+{"kind": "conformance" | "ms-swift" | "open-clip" | "MODULE:FUNCTION", ...options}. `load_adapter`
 builds the adapter from it: the built-in ones, or FUNCTION(**options) imported from
 MODULE for a user's own.
 """
@@ -18,9 +18,12 @@ def load_adapter(spec):
     if kind == "ms-swift":
         from . import ms_swift
         return ms_swift.make(**options)
+    if kind == "open-clip":
+        from . import open_clip
+        return open_clip.make(**options)
     module_name, sep, function = kind.partition(":")
     if not sep or not module_name or not function:
-        raise ValueError(f"--adapter {kind}: expected conformance, ms-swift or MODULE:FUNCTION")
+        raise ValueError(f"--adapter {kind}: expected conformance, ms-swift, open-clip or MODULE:FUNCTION")
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:

@@ -25,32 +25,38 @@ SUPPORTS = {
     "accumulation_normalize": [True, False],
     "rng_modes": ["synced", "per-rank"],
     "replays_padding_draws": True,
-    "extension_keys": ["dtype", "accumulation.window"],
+    "extension_keys": ["dtype", "accumulation.window", "strategy", "learnable_temperature",
+                       "family"],
+    "families": ["infonce", "clip"],
+    "logit_bias": True,
 }
 
 
-def _gather_tensors(value, group, size):
-    """Tensor path: all-gather the shapes first, then the zero-padded tensors."""
-    rows = torch.tensor([value.shape[0]], dtype=torch.int64)
-    all_rows = yield Collective("all_gather", rows, group)
-    counts = [int(r) for r in all_rows]
-    longest = max(max(counts), 1)  # gloo does not gather empty tensors
-    padded = torch.zeros((longest,) + tuple(value.shape[1:]), dtype=value.dtype)
-    padded[:value.shape[0]] = value
-    out = yield Collective("all_gather", padded, group)
-    return [t[:n] for t, n in zip(out, counts)]
-
-
-def _gather_objects(value, group, size):
-    out = yield Collective("all_gather_object", value, group)
+def _gather_tensors(tensors, group):
+    """Tensor path: all-gather the row counts first, then each zero-padded tensor."""
+    rows = torch.tensor([t.shape[0] for t in tensors], dtype=torch.int64)
+    all_rows = yield Collective("all_gather", rows, group, shared=True)
+    counts = [r.tolist() for r in all_rows]  # [member] -> rows of each tensor
+    out = []
+    for i, value in enumerate(tensors):
+        longest = max(max(c[i] for c in counts), 1)  # gloo does not gather empty tensors
+        padded = torch.zeros((longest,) + tuple(value.shape[1:]), dtype=value.dtype)
+        padded[:value.shape[0]] = value
+        gathered = yield Collective("all_gather", padded, group, shared=True)
+        out.append([t[:c[i]] for t, c in zip(gathered, counts)])
     return out
+
+
+def _gather_objects(tensors, group):
+    """Object path: one all_gather_object of the tuple; [tensor] -> every member's."""
+    out = yield Collective("all_gather_object", tuple(tensors), group, shared=True)
+    return [[member[i] for member in out] for i in range(len(tensors))]
 
 
 def gather_over_dp_group(ctx, embeddings, labels):
     """Every DP rank's embeddings and labels in slot order; own live rows in slot dp_rank."""
     gather = _gather_objects if ctx.case.gather == "object" else _gather_tensors
-    slots = yield from gather(embeddings.detach(), ctx.dp_group, ctx.dp)
-    all_labels = yield from gather(labels, ctx.dp_group, ctx.dp)
+    slots, all_labels = yield from gather((embeddings.detach(), labels), ctx.dp_group)
     slots = [s.detach() for s in slots]
     slots[ctx.dp_rank] = embeddings
     return torch.cat(slots, dim=0), torch.cat(all_labels, dim=0)
@@ -58,11 +64,17 @@ def gather_over_dp_group(ctx, embeddings, labels):
 
 class ConformanceAdapter:
     name = "conformance: the SPEC's torch reading (infonce_sim.spec)"
+    # The only generator its code draws from: numpy's global one (hard-negative padding,
+    # spec.numpy_choice). The in-process runtime keeps just that one per rank.
+    random_generators = ("numpy",)
 
     def __init__(self, max_world=8, max_replicas=8):
         self.supports = dict(SUPPORTS, max_world=max_world, max_replicas=max_replicas)
 
     def loss(self, ctx, embeddings, labels):
+        if ctx.case.strategy is not None or ctx.case.learnable_temperature:
+            from ..strategic import infonce_strategy_loss  # issue 13's keys
+            return (yield from infonce_strategy_loss(ctx, embeddings, labels))
         if ctx.case.loss.use_batch and ctx.dp > 1:
             embeddings, labels = yield from gather_over_dp_group(ctx, embeddings, labels)
         loss = infonce_loss(embeddings, labels, ctx.case.loss, ctx.padding_stream())
@@ -70,7 +82,11 @@ class ConformanceAdapter:
         if scale == 1:
             return loss
         # SPEC section 3: backpropagate s * L, report L itself (also when L is not finite)
-        return loss * scale - loss.detach() * (scale - 1), loss
+        return loss * scale, loss
+
+    def clip_loss(self, ctx, image, text, logit_scale, logit_bias):
+        from ..strategic import clip_strategy_loss
+        return (yield from clip_strategy_loss(ctx, image, text, logit_scale, logit_bias))
 
 
 def make(max_world=8, max_replicas=8, **_):

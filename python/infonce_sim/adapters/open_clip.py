@@ -1,0 +1,125 @@
+"""The `open-clip` adapter: open_clip's real ClipLoss (src/open_clip/loss.py) on one rank.
+
+The file is loaded from the user's copy, never edited or copied: `open_clip_root`
+(`--open-clip-root DIR`: DIR/src/open_clip/loss.py), or `open_clip_file` (`--option
+open_clip_file=PATH`), or by default the installed `open_clip` package's loss module.
+At mlfoundations/open_clip commit 89fb801f the file decorates an unrelated function with
+`torch.compiler.disable`, which torch < 2.1 lacks; where it is missing the adapter puts
+an identity decorator there (the eager-mode semantics of that decorator) before loading.
+
+Each rank calls, per micro-step,
+    ClipLoss(local_loss=..., gather_with_grad=..., rank=dp_rank, world_size=P,
+             cache_labels=False)(image_features, text_features, logit_scale)
+with logit_scale = exp(the replica's learnable log logit scale). ClipLoss gathers with
+torch.distributed's default group, which is the DP group only when there are no
+replicas: the adapter declares max_replicas 1. Its strategy is baked into its options
+(docs/strategies.md): default detached-own-live/global/scale-1/mean, `local_loss`
+detached/local/scale-1/mean, `gather_with_grad` autograd/global/scale-1/mean, both
+autograd/local/scale-1/mean. So it declares neither `strategy` nor `compensate_false`,
+only the mean reduction, and no logit bias (ClipLoss is called without one). Its
+gathers need the same number of pairs on every shard (dist.all_gather of
+zeros_like(own features)) and its local targets are `n * rank`: with unequal shards it
+fails or points at other rows, as open_clip does.
+"""
+
+import importlib
+import importlib.util
+import pathlib
+import types
+
+import torch
+
+from ..case import CaseError
+
+
+def _boolean(value, name):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"--option {name}={value}: expected true or false")
+
+
+def _compiler_stand_in():
+    """torch.compiler.disable as an identity decorator, where torch has no torch.compiler."""
+    if not hasattr(torch, "compiler"):
+        torch.compiler = types.SimpleNamespace(
+            disable=lambda fn=None, **_: fn if fn is not None else (lambda f: f))
+
+
+def load_loss_module(open_clip_root=None, open_clip_file=None):
+    """open_clip's loss module from a path, or the installed package's."""
+    _compiler_stand_in()
+    if open_clip_root and open_clip_file:
+        raise ValueError("give open_clip_root or open_clip_file, not both")
+    path = None
+    if open_clip_root:
+        path = pathlib.Path(open_clip_root) / "src" / "open_clip" / "loss.py"
+    elif open_clip_file:
+        path = pathlib.Path(open_clip_file)
+    if path is None:
+        try:
+            module = importlib.import_module("open_clip.loss")
+        except ImportError as e:
+            raise ValueError("open_clip is not installed: give --open-clip-root DIR or "
+                             f"--option open_clip_file=PATH ({e})") from e
+        return module, pathlib.Path(module.__file__)
+    if not path.is_file():
+        raise ValueError(f"open_clip's loss.py not found at {path}")
+    spec = importlib.util.spec_from_file_location("open_clip_loss_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def strategy_point(local_loss, gather_with_grad):
+    """The options' point of docs/strategies.md."""
+    gather = "autograd" if gather_with_grad else ("detached" if local_loss else
+                                                  "detached-own-live")
+    return f"{gather}/{'local' if local_loss else 'global'}/scale-1/mean"
+
+
+class OpenClipAdapter:
+    def __init__(self, open_clip_root=None, open_clip_file=None, local_loss=False,
+                 gather_with_grad=False, max_world=8, max_replicas=1, **_):
+        self.module, self.path = load_loss_module(open_clip_root, open_clip_file)
+        self.local_loss = _boolean(local_loss, "local_loss")
+        self.gather_with_grad = _boolean(gather_with_grad, "gather_with_grad")
+        self.point = strategy_point(self.local_loss, self.gather_with_grad)
+        self.name = (f"open_clip ClipLoss ({self.path}; local_loss={self.local_loss}, "
+                     f"gather_with_grad={self.gather_with_grad}: {self.point})")
+        self.supports = {
+            "families": ["clip"],
+            "logit_bias": False,
+            "use_batch": [True],
+            "reductions": ["mean"],
+            "gathers": ["object", "tensor"],  # ClipLoss gathers its own way: either is run
+            "dtypes": ["float64", "float32"],
+            "max_world": int(max_world),
+            "max_replicas": 1,
+            "compensate_false": False,
+            "accumulation_normalize": [True, False],
+            "extension_keys": ["dtype", "family"],
+        }
+
+    def loss(self, ctx, embeddings, labels):
+        raise CaseError("open_clip's ClipLoss runs CLIP cases only (family clip)")
+
+    def clip_loss(self, ctx, image, text, logit_scale, logit_bias):
+        if logit_bias is not None:
+            raise CaseError("clip.logit_bias: this adapter calls ClipLoss without a bias")
+        if ctx.replicas != 1:
+            raise CaseError("mesh: ClipLoss gathers over the default group; replicas are "
+                            "outside this adapter (max_replicas 1)")
+        clip_loss = self.module.ClipLoss(local_loss=self.local_loss,
+                                         gather_with_grad=self.gather_with_grad,
+                                         rank=ctx.dp_rank, world_size=ctx.dp,
+                                         cache_labels=False)
+        return clip_loss(image, text, logit_scale)
+
+
+def make(**options):
+    return OpenClipAdapter(**options)

@@ -1,0 +1,120 @@
+"""`"family": "clip"` cases (issue 13): parsing and validation, no torch needed.
+
+A CLIP case has no `loss`, `encoder`, `batches`, `rng`, `padding_draws` or
+`learnable_temperature`; its `clip` object holds the two towers, the log logit scale,
+the optional logit bias and the paired batches `[A][P] {"image": n x F_image,
+"text": n x F_text}` (n >= 1 pairs per shard, may differ between shards).
+"""
+
+import dataclasses
+
+from .case import CaseError, _bool, _check_keys, _choice, _int, _list, _matrix, _number
+from .strategy import StrategyError, parse_strategy
+
+
+@dataclasses.dataclass
+class ClipCase:
+    world: int
+    dp: int
+    reduction: str
+    gather: str
+    compensate: bool
+    image_normalize: bool
+    image_weight: list  # D x F_image
+    text_normalize: bool
+    text_weight: list  # D x F_text
+    log_logit_scale: float
+    logit_bias: object  # None or float
+    batches: list  # [micro][dp shard] -> (image rows n x F_image, text rows n x F_text)
+    steps: int
+    ga_normalize: bool
+    dtype: str
+    strategy: object  # None or Strategy
+    family: str = "clip"
+    # What the shared runtime code reads of every case; CLIP has no padding randomness.
+    learnable_temperature: bool = False
+    padding_draws: object = None
+    rng_mode: str = "synced"
+    rng_seed: int = 0
+    empty_tail_steps: int = 0
+    expect: object = None
+
+    @property
+    def replicas(self) -> int:
+        return self.world // self.dp
+
+    @property
+    def dim(self) -> int:
+        return len(self.image_weight)
+
+
+def _tower(obj, key):
+    _check_keys(obj, f"clip.{key}.", ("normalize", "weight"))
+    return (_bool(obj["normalize"], f"clip.{key}.normalize"),
+            _matrix(obj["weight"], f"clip.{key}.weight"))
+
+
+def _parse_batches(value, steps, dp, image_features, text_features):
+    micros = _list(value, "clip.batches", steps)
+    out = []
+    for m, shards in enumerate(micros):
+        row = []
+        for d, shard in enumerate(_list(shards, f"clip.batches[{m}]", dp)):
+            where = f"clip.batches[{m}][{d}]"
+            _check_keys(shard, f"{where}.", ("image", "text"))
+            image = _matrix(shard["image"], f"{where}.image", image_features)
+            text = _matrix(shard["text"], f"{where}.text", text_features)
+            if len(image) != len(text):
+                raise CaseError(f"{where}.text: {len(text)} rows, image has {len(image)} "
+                                "(row i of each is one pair)")
+            row.append((image, text))
+        out.append(row)
+    return out
+
+
+def parse_clip_case(obj) -> ClipCase:
+    top = ("format", "family", "mesh", "reduction", "gather", "compensate", "clip",
+           "accumulation")
+    _check_keys(obj, "", top, ("dtype", "strategy", "expect", "found"))
+    if obj["format"] != "infonce-case/1":
+        raise CaseError("format: expected infonce-case/1")
+    _check_keys(obj["mesh"], "mesh.", ("world", "dp"))
+    world = _int(obj["mesh"]["world"], "mesh.world", 1, 4096)
+    dp = _int(obj["mesh"]["dp"], "mesh.dp", 1, world)
+    if world % dp:
+        raise CaseError(f"mesh.dp: {dp} does not divide mesh.world {world}")
+    clip = obj["clip"]
+    _check_keys(clip, "clip.", ("image_tower", "text_tower", "log_logit_scale", "logit_bias",
+                                "batches"))
+    image_normalize, image_weight = _tower(clip["image_tower"], "image_tower")
+    text_normalize, text_weight = _tower(clip["text_tower"], "text_tower")
+    if len(image_weight) != len(text_weight):
+        raise CaseError(f"clip.text_tower.weight: {len(text_weight)} rows, the image tower "
+                        f"has {len(image_weight)} (both map to D dimensions)")
+    bias = clip["logit_bias"]
+    _check_keys(obj["accumulation"], "accumulation.", ("steps", "normalize"))
+    steps = _int(obj["accumulation"]["steps"], "accumulation.steps", 1, 1024)
+    reduction = _choice(obj["reduction"], "reduction", ("mean", "sum"))
+    compensate = _bool(obj["compensate"], "compensate")
+    try:
+        strategy = parse_strategy(obj.get("strategy"), reduction, compensate)
+    except StrategyError as e:
+        raise CaseError(str(e)) from e
+    return ClipCase(
+        world=world,
+        dp=dp,
+        reduction=reduction,
+        gather=_choice(obj["gather"], "gather", ("object", "tensor")),
+        compensate=compensate,
+        image_normalize=image_normalize,
+        image_weight=image_weight,
+        text_normalize=text_normalize,
+        text_weight=text_weight,
+        log_logit_scale=_number(clip["log_logit_scale"], "clip.log_logit_scale"),
+        logit_bias=None if bias is None else _number(bias, "clip.logit_bias"),
+        batches=_parse_batches(clip["batches"], steps, dp, len(image_weight[0]),
+                               len(text_weight[0])),
+        steps=steps,
+        ga_normalize=_bool(obj["accumulation"]["normalize"], "accumulation.normalize"),
+        dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),
+        strategy=strategy)

@@ -1,0 +1,425 @@
+"""The runtime side of issue 13's case keys: the step of a case that has a `strategy`, a
+`learnable_temperature` or `"family": "clip"` (a case without them runs the unchanged
+program of rank.py; `of(case)` tells which).
+
+What differs from rank.py's program:
+  * the replica holds more parameters: InfoNCE's inverse temperature tau (an
+    nn.Parameter initialised to 1 / loss.temperature), or CLIP's two towers, its log
+    logit scale and optional logit bias (ClipReplica); every one is reduced like the
+    encoder (mean over the W ranks or sum over the DP group, after the last micro-step),
+    and the response carries the direct parameters' gradients under "direct";
+  * every parameter of the replica is tied into each micro-step's backward with weight
+    0 (`0 * p.sum()`): a parameter the strategy detaches (the encoders under a detached
+    global gather) gets a zero gradient instead of none, so DDP reduces every bucket and
+    the in-process runtime reports 0, as docs/MODEL.md section 3.7 says. Adding 0 changes
+    no gradient value that flows (at most a -0.0 becomes 0.0);
+  * the context offers `ctx.autograd_gather(tensor, group)` (a generator: `slots =
+    yield from ctx.autograd_gather(x, ctx.dp_group)`): every member's tensor, each slot
+    differentiable, its gradient summed over the ranks and returned to its owner
+    (torch.distributed.nn.all_gather's semantics). Under real DDP it is _GatherWithGrad
+    (all_gather, and an all_reduce of the slots' gradients in the backward); in thread
+    mode the in-process stand-in of torch.distributed.nn.all_gather; for a generator adapter
+    in-process, the slots are the members' own live tensors, so the one backward call of
+    the micro-step (every rank's signal at once) sums each slot's gradient over the ranks.
+    The tensors must have one shape on every member (pad first, see strategic.py);
+  * CLIP: the adapter's `clip_loss(ctx, image, text, logit_scale, logit_bias)` replaces
+    `loss(ctx, embeddings, labels)` (python/README.md).
+"""
+
+import inspect
+
+import torch
+import torch.nn.functional as F
+
+from .rank import Collective, RankContext, StepFailed, _check_loss, drive, seed_value
+from .spec import NORMALIZE_EPS, torch_dtype
+
+
+def of(case):
+    """The family of a case that needs this module's program, or None (rank.py's program)."""
+    if case.family == "clip":
+        return "clip"
+    if case.strategy is not None or case.learnable_temperature:
+        return "infonce"
+    return None
+
+
+def loss_function(adapter, case):
+    """The adapter's entry point for the case's family."""
+    if case.family == "clip":
+        function = getattr(adapter, "clip_loss", None)
+        if function is None:
+            raise StepFailed("the adapter has no clip_loss: it does not run the CLIP family")
+        return function
+    return adapter.loss
+
+
+def is_generator(adapter, case):
+    return inspect.isgeneratorfunction(loss_function(adapter, case))
+
+
+# --------------------------------------------------------------------------------------
+# Replicas and contexts
+# --------------------------------------------------------------------------------------
+
+
+def _normalized(e, normalize):
+    return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if normalize else e
+
+
+class ClipReplica(torch.nn.Module):
+    """One rank's CLIP parameters: two towers (e = W x, optional L2 normalisation), the log
+    logit scale (a parameter, as CLIP stores it) and the optional logit bias."""
+
+    def __init__(self, case, dtype):
+        super().__init__()
+        self.image_normalize = case.image_normalize
+        self.text_normalize = case.text_normalize
+        self.image_weight = torch.nn.Parameter(torch.tensor(case.image_weight, dtype=dtype))
+        self.text_weight = torch.nn.Parameter(torch.tensor(case.text_weight, dtype=dtype))
+        self.log_logit_scale = torch.nn.Parameter(torch.tensor(case.log_logit_scale,
+                                                               dtype=dtype))
+        if case.logit_bias is None:
+            self.logit_bias = None
+        else:
+            self.logit_bias = torch.nn.Parameter(torch.tensor(case.logit_bias, dtype=dtype))
+
+    def forward(self, x_image, x_text):
+        image = _normalized(F.linear(x_image, self.image_weight), self.image_normalize)
+        text = _normalized(F.linear(x_text, self.text_weight), self.text_normalize)
+        return image, text, self.log_logit_scale.exp()
+
+    def named_direct(self):
+        out = {"log_logit_scale": self.log_logit_scale}
+        if self.logit_bias is not None:
+            out["logit_bias"] = self.logit_bias
+        return out
+
+
+class FamilyContext(RankContext):
+    """RankContext plus the replica's parameters, tau and the autograd gather."""
+
+    def __init__(self, case, world_rank, model, dp_group, replays_draws, input_cache,
+                 encoders, direct):
+        super().__init__(case, world_rank, model, dp_group, replays_draws, input_cache)
+        self.encoders = encoders  # name -> the replica's encoder Parameter (not DDP's)
+        self.direct = direct  # name -> the replica's direct Parameter
+        self.inverse_temperature = direct.get("inverse_temperature")
+        self.autograd_gather = None  # set by the runtime
+
+    def parameters(self):
+        return list(self.encoders.values()) + list(self.direct.values())
+
+    def zero_tie(self):
+        """0 * every parameter: each one is in the backward's graph (see the module doc)."""
+        tie = None
+        for p in self.parameters():
+            term = p.sum() * 0.0
+            tie = term if tie is None else tie + term
+        return tie
+
+    def family_loss(self, adapter, generator):
+        x, labels = self.inputs(self.micro)
+        embeddings = self.encode(x)
+        if generator:
+            return (yield from adapter.loss(self, embeddings, labels))
+        return adapter.loss(self, embeddings, labels)
+
+
+class ClipContext(FamilyContext):
+    """A CLIP rank: `inputs(micro)` is (image features n x F_image, text features n x F_text)."""
+
+    def inputs(self, micro):
+        key = (micro, self.dp_rank)
+        if key not in self._inputs:
+            image, text = self.case.batches[micro][self.dp_rank]
+            self._inputs[key] = (torch.tensor(image, dtype=self.dtype),
+                                 torch.tensor(text, dtype=self.dtype))
+        return self._inputs[key]
+
+    @property
+    def logit_bias(self):
+        return self.direct.get("logit_bias")
+
+    def family_loss(self, adapter, generator):
+        x_image, x_text = self.inputs(self.micro)
+        image, text, logit_scale = self.model(x_image, x_text)
+        if generator:
+            return (yield from adapter.clip_loss(self, image, text, logit_scale,
+                                                 self.logit_bias))
+        return adapter.clip_loss(self, image, text, logit_scale, self.logit_bias)
+
+
+def inverse_temperature_parameter(case, dtype):
+    return torch.nn.Parameter(torch.tensor(1.0 / case.loss.temperature, dtype=dtype))
+
+
+# --------------------------------------------------------------------------------------
+# The rank program
+# --------------------------------------------------------------------------------------
+
+
+def family_rank_program(adapter, ctx, agree_on_failure=None, backward=None):
+    """rank.py's rank_program for these cases (same arguments): forward, the adapter's loss,
+    backward of loss / A plus the zero tie (backward(micro, scalar): the runtime runs it
+    later; without it the program does), reported values summed."""
+    case = ctx.case
+    divisor = case.steps if case.ga_normalize else 1
+    generator = is_generator(adapter, case)
+    reported = 0.0
+    for micro in range(case.steps):
+        ctx.micro = micro
+        last = micro == case.steps - 1
+        with ctx.sync_context(last):
+            error = None
+            loss = value = None
+            try:
+                loss = yield from ctx.family_loss(adapter, generator)
+                loss, value = loss if isinstance(loss, tuple) else (loss, loss)
+                _check_loss(loss)
+                _check_loss(value)
+            except Exception as e:  # noqa: BLE001 - reported as the step's error
+                if agree_on_failure is None:
+                    raise
+                error = e
+            if agree_on_failure is not None:
+                failed = yield from agree_on_failure(error is not None)
+                if error is not None:
+                    raise error
+                if failed:
+                    raise StepFailed("another rank failed")
+            if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
+                loss, value = loss / divisor, value.detach() / divisor
+            signal = loss + ctx.zero_tie()
+            if backward is not None:
+                backward(micro, signal)
+            else:
+                signal.backward()
+            reported += float(value.detach())
+    return reported
+
+
+def torch_autograd_gather(tensor, group):
+    """In-process thread mode: torch.distributed.nn.all_gather (the stand-in)."""
+    import torch.distributed.nn  # noqa: F401 - the module whose all_gather is looked up
+
+    return list(torch.distributed.nn.all_gather(tensor, group=group))
+    yield  # noqa: unreachable - a generator for `yield from`
+
+
+class _GatherWithGrad(torch.autograd.Function):
+    """Real DDP: all_gather forward; backward all-reduces every slot's gradient over the
+    group and keeps the own slot (the sum over the ranks of its gradient).
+
+    Not torch.distributed.nn.all_gather: in torch 1.13 its gloo backward scatters with the
+    group rank as the global source rank, which fails on a DP subgroup (replicas)."""
+
+    @staticmethod
+    def forward(ctx, group, tensor):
+        import torch.distributed as dist
+        ctx.group = group
+        ctx.member = dist.get_rank(group=group)
+        out = [torch.empty_like(tensor) for _ in range(dist.get_world_size(group=group))]
+        dist.all_gather(out, tensor.contiguous(), group=group)
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        import torch.distributed as dist
+        like = next(g for g in grads if g is not None)
+        stacked = torch.stack([torch.zeros_like(like) if g is None else g for g in grads])
+        dist.all_reduce(stacked, group=ctx.group)
+        return None, stacked[ctx.member]
+
+
+def ddp_autograd_gather(tensor, group):
+    """Real DDP: every member's tensor, differentiable (_GatherWithGrad)."""
+    return list(_GatherWithGrad.apply(group, tensor))
+    yield  # noqa: unreachable - a generator for `yield from`
+
+
+def _registry_gather(registry, ctx):
+    """In-process generator mode: every member's live tensor (see the module doc)."""
+
+    def gather(tensor, group):
+        token = (ctx.world_rank, len(registry))
+        registry[token] = tensor
+        tokens = yield Collective("all_gather_object", token, group)
+        return [registry[t] for t in tokens]
+
+    return gather
+
+
+# --------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------
+
+
+def _encoder_gradient(case, grads):
+    """The response's `grad`: InfoNCE's D x F; CLIP's image columns, then the text ones."""
+    if case.family == "clip":
+        return torch.cat([grads["image_weight"], grads["text_weight"]], dim=1)
+    return grads["weight"]
+
+
+def result_of(case, losses, per_rank_grads, reduce):
+    """{losses, grad, grads, direct, directs, padding_draws} from every rank's local grads.
+
+    per_rank_grads: [world rank] -> name -> tensor or None; reduce(case, [tensor or None])
+    -> [world rank] reduced (in-process), or None when the gradients are already reduced.
+    """
+    names = list(per_rank_grads[0])
+    reduced = {}
+    for name in names:
+        grads = [g[name] for g in per_rank_grads]
+        reduced[name] = reduce(case, grads) if reduce is not None else grads
+    ranks = range(case.world)
+    encoders = [_encoder_gradient(case, {n: reduced[n][w] for n in names}) for w in ranks]
+    direct_names = [n for n in names if n in ("inverse_temperature", "log_logit_scale",
+                                              "logit_bias")]
+    directs = [{n: float(reduced[n][w]) for n in direct_names} for w in ranks]
+    return {
+        "losses": losses,
+        "grad": encoders[0],
+        "grads": encoders,
+        "direct": directs[0] if direct_names else None,
+        "directs": directs if direct_names else None,
+        "padding_draws": None,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# The in-process runtime
+# --------------------------------------------------------------------------------------
+
+
+def run_inprocess(runtime, adapter, case, replays_draws=True):
+    """InProcessRuntime.run for these cases (see inprocess.py)."""
+    from . import standin
+    from .inprocess import _deliver, reduce_gradients
+
+    from .inprocess import RandomStates
+
+    world = runtime.world(case.world)
+    for rank in world.ranks:
+        rank.reset()
+    world._seed_rng(case, getattr(adapter, "random_generators", RandomStates.GENERATORS))
+    dtype = torch_dtype(case)
+    inputs = {}
+    contexts = []
+    models = (None if case.family == "clip"
+              else world.replicas(torch.tensor(case.weight, dtype=dtype)))
+    for w in range(case.world):
+        group = world.dp_group(case, w % case.replicas)
+        if case.family == "clip":
+            replica = ClipReplica(case, dtype)
+            ctx = ClipContext(case, w, replica, group, replays_draws, inputs,
+                              {"image_weight": replica.image_weight,
+                               "text_weight": replica.text_weight}, replica.named_direct())
+        else:
+            model = models[w]
+            direct = ({"inverse_temperature": inverse_temperature_parameter(case, dtype)}
+                      if case.learnable_temperature else {})
+            ctx = FamilyContext(case, w, model, group, replays_draws, inputs,
+                                {"weight": model.weight}, direct)
+        contexts.append(ctx)
+    threaded = not is_generator(adapter, case)
+    if threaded:
+        def blocking(ctx):
+            def fulfil(request):
+                return _deliver(request, world.collective_blocking(
+                    request.op, request.group, request.payload, request.reduce_op))
+            return lambda: drive(family_rank_program(adapter, ctx), fulfil)
+
+        for ctx in contexts:
+            ctx.autograd_gather = torch_autograd_gather
+        with standin.installed(world):
+            losses = world.run_ranks([blocking(ctx) for ctx in contexts], threaded=True)
+    else:
+        # As inprocess.py: every micro-step's backward after every rank's last one, one
+        # autograd call per micro-step for all ranks (an autograd gather joins their graphs:
+        # the call then sums each slot's gradient over the ranks).
+        registry = {}
+        roots = [[None] * case.world for _ in range(case.steps)]
+
+        def defer(ctx):
+            def backward(micro, scalar):
+                roots[micro][ctx.world_rank] = scalar
+            return backward
+
+        for ctx in contexts:
+            ctx.autograd_gather = _registry_gather(registry, ctx)
+        losses = world.run_ranks([family_rank_program(adapter, ctx, backward=defer(ctx))
+                                  for ctx in contexts], threaded=False)
+        for micro_roots in roots:
+            torch.autograd.backward(micro_roots)
+        registry.clear()
+    per_rank = [{name: p.grad for name, p in {**ctx.encoders, **ctx.direct}.items()}
+                for ctx in contexts]
+    out = result_of(case, losses, per_rank, reduce_gradients)
+    if case.family != "clip":
+        out["padding_draws"] = [[ctx.draws[m] for ctx in contexts] for m in range(case.steps)]
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Real DDP (one rank's step in its process)
+# --------------------------------------------------------------------------------------
+
+
+def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
+    """ddp.rank_step for these cases: the replica under DistributedDataParallel."""
+    import random
+
+    import numpy as np
+    from torch.nn.parallel import DistributedDataParallel
+
+    from .ddp import PoolError, _agree_on_failure, _fulfil, _null, _sum_over_dp_group, \
+        dp_groups_for
+
+    dtype = torch_dtype(case)
+    replica = world_rank % case.replicas
+    group = dp_groups_for(case.world, case.dp, group_cache)[replica]
+    if case.family == "clip":
+        module = ClipReplica(case, dtype)
+        encoders = {"image_weight": module.image_weight, "text_weight": module.text_weight}
+        direct = module.named_direct()
+    else:
+        module = torch.nn.Linear(len(case.weight[0]), len(case.weight), bias=False).to(dtype)
+        with torch.no_grad():
+            module.weight.copy_(torch.tensor(case.weight, dtype=dtype))
+        encoders = {"weight": module.weight}
+        direct = {}
+        if case.learnable_temperature:
+            module.inverse_temperature = inverse_temperature_parameter(case, dtype)
+            direct = {"inverse_temperature": module.inverse_temperature}
+    model = DistributedDataParallel(module)  # default group = world: mean over W ranks
+    if case.reduction == "sum":
+        model.register_comm_hook(group, _sum_over_dp_group)
+    seed = seed_value(case, world_rank)
+    np.random.seed(seed % 2**32)
+    torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    context = ClipContext if case.family == "clip" else FamilyContext
+    ctx = context(case, world_rank, model, group, replays_draws, None, encoders, direct)
+    ctx.sync_context = lambda last: model.no_sync() if not last else _null()
+    ctx.autograd_gather = ddp_autograd_gather
+    reported = drive(family_rank_program(adapter, ctx, agree_on_failure=_agree_on_failure),
+                     _fulfil)
+    grads = {}
+    for name, p in {**encoders, **direct}.items():
+        if p.grad is None:
+            raise PoolError(f"the parameter {name} received no gradient")
+        grads[name] = p.grad.to(torch.float64).tolist()
+    return {"loss": reported, "grads_by_name": grads, "draws": ctx.draws}
+
+
+def ddp_result(case, reports):
+    """DdpRuntime.run's result from every rank's ddp_rank_step report."""
+    per_rank = [{name: torch.tensor(g, dtype=torch.float64)
+                 for name, g in reports[w]["grads_by_name"].items()} for w in range(case.world)]
+    out = result_of(case, [reports[w]["loss"] for w in range(case.world)], per_rank, None)
+    if case.family != "clip":
+        out["padding_draws"] = [[reports[w]["draws"][m] for w in range(case.world)]
+                                for m in range(case.steps)]
+    return out
