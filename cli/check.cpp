@@ -414,6 +414,8 @@ void print_strategy_cells(std::ostream& out, const char* family,
                   n(cell.direct_confirmed), n(cell.direct_one_number));
     out << line;
     if (cell.mismatched > 0) mismatches.push_back(point + ": " + cell.first_mismatch);
+    // Every case discarded: say why, or the row looks like a pass.
+    if (cell.discarded == cell.cases) out << "  all discarded; first: " << cell.first_discard << "\n";
   }
 }
 
@@ -448,7 +450,13 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
   options.equal_batches_only = !supports.unequal_batches;
   options.learnable_temperature = supports.declares("learnable_temperature");
   const sut::Supports copy = supports;
-  options.skip = [copy](const Case& c) { return sut::outside_supports(c, copy); };
+  // The strategy key of a SUT that runs its own point is the judge's, not sent.
+  options.skip = [copy](const Case& c) {
+    if (copy.declares("strategy")) return sut::outside_supports(c, copy);
+    Case sent = c;
+    sent.strategy.reset();
+    return sut::outside_supports(sent, copy);
+  };
   sut::Session* step = session.get();
   options.runner = [step](const Case& c) { return properties::run_on_sut(*step, c); };
   return session;

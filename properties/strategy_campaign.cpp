@@ -297,7 +297,14 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner) 
   step::DistributedResult distributed;
   try {
     if (runner) {
-      distributed = runner(c);
+      StepRun run = runner(c);
+      distributed = std::move(run.result);
+      if (run.padding_draws) {  // the reference pads as the step did
+        Case judged = c;
+        judged.padding_draws = std::move(run.padding_draws);
+        reference = step::compute_case_reference(judged);
+        result.reference_zero = reference.grad.squaredNorm() == 0;
+      }
     } else {
       step::RunOptions options;
       options.share_identical_losses = true;
@@ -411,6 +418,9 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
     switch (r.observation) {
       case StrategyObservation::discarded:
         ++cell.discarded;
+        if (cell.first_discard.empty()) {
+          cell.first_discard = "case " + std::to_string(index) + ": " + r.detail;
+        }
         break;
       case StrategyObservation::near_tie:
         ++cell.near_ties;

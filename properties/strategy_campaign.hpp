@@ -72,7 +72,13 @@ struct StrategyCaseResult {
 // Runs a case's data-parallel step. Unset: the rank program on the fiber
 // simulator. An external SUT's runner (properties/sut_step.hpp) throws with
 // the SUT's one-line failure, a mismatch of the case.
-using StepRunner = std::function<step::DistributedResult(const Case&)>;
+struct StepRun {
+  step::DistributedResult result;
+  // The padding draws the step made, [micro][dp shard] (an external SUT draws
+  // with its own generators): the reference then pads with them.
+  std::optional<loss::RecordedDraws> padding_draws;
+};
+using StepRunner = std::function<StepRun(const Case&)>;
 
 // Checks `c` (its strategy key set) against the prediction for its shape.
 StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner = {});
@@ -130,6 +136,7 @@ struct StrategyCell {
   std::int64_t direct_one_number = 0;  // predicted no single ratio (not judged: one number)
   std::optional<std::int64_t> first_mismatch_index;
   std::string first_mismatch;  // one line: the case and what differed
+  std::string first_discard;   // one line: the first discarded case and why
 };
 
 

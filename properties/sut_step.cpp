@@ -202,18 +202,25 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
   return verdict;
 }
 
-step::DistributedResult run_on_sut(sut::Session& session, const Case& c) {
+StepRun run_on_sut(sut::Session& session, const Case& c) {
   const sut::StepOutcome outcome = session.run(c);
   if (!outcome.result) throw StepFailure("the SUT failed: " + outcome.failure);
+  StepRun run;
+  Case judged = c;
+  if (c.loss.hard_negatives && outcome.result->padding_draws) {
+    run.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);
+    judged.padding_draws = run.padding_draws;
+  }
   // A null loss is read as the reference's where the reference's is not finite.
   step::ReferenceValues reference;
   try {
-    reference = step::compute_case_reference(c);
+    reference = step::compute_case_reference(judged);
   } catch (const InputError&) {
     reference.loss = std::numeric_limits<double>::quiet_NaN();
     reference.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), reference.loss);
   }
-  return distributed_result(*outcome.result, c, reference);
+  run.result = distributed_result(*outcome.result, judged, reference);
+  return run;
 }
 
 SutStep::SutStep(const std::string& command, double timeout_seconds, std::int32_t jobs) {

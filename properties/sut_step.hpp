@@ -15,6 +15,7 @@
 
 #include "properties/external_step.hpp"
 #include "properties/restriction.hpp"
+#include "properties/strategy_campaign.hpp"
 #include "sut/session.hpp"
 
 namespace infonce::properties {
@@ -29,14 +30,15 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
                                 const PropertyOptions& options);
 
 // The SUT's step of `c` read as the harness reads a step (every rank's loss
-// and flat gradient: W's entries, then the direct parameters'). Throws
+// and flat gradient: W's entries, then the direct parameters'), with the
+// padding draws of each DP shard's first replica. Throws
 // StepFailure with the SUT's one-line failure (a crash, a hang, a malformed
 // response, or its own error).
 class StepFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-step::DistributedResult run_on_sut(sut::Session& session, const Case& c);
+StepRun run_on_sut(sut::Session& session, const Case& c);
 
 class SutStep final : public ExternalStep {
  public:

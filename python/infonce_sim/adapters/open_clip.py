@@ -94,6 +94,9 @@ class OpenClipAdapter:
         self.supports = {
             "families": ["clip"],
             "logit_bias": False,
+            # ClipLoss's all_gather needs one shape on every rank, and its local
+            # targets are n * rank: equal shards only.
+            "unequal_batches": False,
             "use_batch": [True],
             "reductions": ["mean"],
             "gathers": ["object", "tensor"],  # ClipLoss gathers its own way: either is run
