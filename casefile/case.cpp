@@ -311,8 +311,7 @@ void check_strategy(const Case& c) {
                                    (c.reduction == Reduction::mean ? "mean" : "sum") + "\"");
   }
   if (!c.compensate) {
-    fail("compensate",
-         "must be true with a strategy key (strategy.scale sets the backward scale)");
+    fail("compensate", "must be true with a strategy key (strategy.scale sets the backward scale)");
   }
 }
 
@@ -335,8 +334,8 @@ void check_clip(const Case& c) {
   check_finite("clip.log_logit_scale", clip.log_logit_scale);
   // exp(log scale) times a similarity must stay finite: CLIP clamps the scale at 100.
   if (clip.log_logit_scale > 50) {
-    fail("clip.log_logit_scale", "must be <= 50 (exp(50) = 5e21), got " +
-                                     real_text(clip.log_logit_scale));
+    fail("clip.log_logit_scale",
+         "must be <= 50 (exp(50) = 5e21), got " + real_text(clip.log_logit_scale));
   }
   if (clip.logit_bias) check_finite("clip.logit_bias", *clip.logit_bias);
   if (c.learnable_temperature) fail("learnable_temperature", "is an InfoNCE key, not CLIP's");

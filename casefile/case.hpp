@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "casefile/clip_case.hpp"
+#include "casefile/strategy_value.hpp"
 #include "loss/matrix.hpp"
 #include "loss/padding.hpp"
 #include "loss/reference.hpp"
 #include "loss/settings.hpp"
-#include "casefile/clip_case.hpp"
-#include "casefile/strategy_value.hpp"
 
 namespace infonce {
 

@@ -578,8 +578,8 @@ Matrix<double> read_rows(const Json& value, const std::string& path, std::size_t
 
 // The "clip" object of a CLIP-family case: towers, direct parameters, batches.
 void read_clip(const Json& value, Case& c) {
-  const ObjectReader clip(value, "clip",
-                          {"image_tower", "text_tower", "log_logit_scale", "logit_bias", "batches"});
+  const ObjectReader clip(
+      value, "clip", {"image_tower", "text_tower", "log_logit_scale", "logit_bias", "batches"});
   ClipSettings settings;
   const Matrix<double> image =
       read_tower(clip.required("image_tower"), clip.path("image_tower"), settings.image_normalize);
@@ -778,14 +778,14 @@ OrderedJson case_json(const Case& c) {
   out["compensate"] = c.compensate;
   if (!c.clip) {
     OrderedJson loss;
-  loss["temperature"] = c.loss.temperature;
-  loss["use_batch"] = c.loss.use_batch;
-  loss["hard_negatives"] =
-      c.loss.hard_negatives ? OrderedJson(*c.loss.hard_negatives) : OrderedJson(nullptr);
-  loss["padding"] = choice_name(c.loss.padding, kPaddingNames);
-  loss["mask_fake_negative"] = c.loss.mask_fake_negative;
-  loss["fake_neg_margin"] = c.loss.fake_neg_margin;
-  loss["include_qq"] = c.loss.include_qq;
+    loss["temperature"] = c.loss.temperature;
+    loss["use_batch"] = c.loss.use_batch;
+    loss["hard_negatives"] =
+        c.loss.hard_negatives ? OrderedJson(*c.loss.hard_negatives) : OrderedJson(nullptr);
+    loss["padding"] = choice_name(c.loss.padding, kPaddingNames);
+    loss["mask_fake_negative"] = c.loss.mask_fake_negative;
+    loss["fake_neg_margin"] = c.loss.fake_neg_margin;
+    loss["include_qq"] = c.loss.include_qq;
     loss["include_dd"] = c.loss.include_dd;
     out["loss"] = std::move(loss);
     out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
@@ -908,11 +908,10 @@ Case parse_clip_case(const ObjectReader& root) {
 
 Case parse_case(std::string_view json_text) {
   const Json document = parse_json(json_text);
-  const ObjectReader root(
-      document, "",
-      {"format", "family", "mesh", "reduction", "gather", "compensate", "loss", "encoder", "clip",
-       "accumulation", "rng", "dtype", "strategy", "learnable_temperature", "padding_draws",
-       "batches", "expect", "found"});
+  const ObjectReader root(document, "",
+                          {"format", "family", "mesh", "reduction", "gather", "compensate", "loss",
+                           "encoder", "clip", "accumulation", "rng", "dtype", "strategy",
+                           "learnable_temperature", "padding_draws", "batches", "expect", "found"});
   read_format(root);
   if (const Json* family = given(root, "family")) {
     if (read_choice(*family, "family", kLossFamilyNames) == LossFamily::clip) {

@@ -47,9 +47,8 @@ CaseCheck direct_check(const step::CaseReport& r) {
   for (const std::string& name : d.names) names += (names.empty() ? "" : ", ") + name;
   return {"direct", true, d.matches,
           names + ": step " + numbers_text(d.grad) + ", reference " +
-              numbers_text(r.reference.direct_grad) + ", max error " +
-              short_number(d.max_abs_err) + (d.matches ? " <= " : " > ") + "tolerance " +
-              short_number(bound) + ", ratio " +
+              numbers_text(r.reference.direct_grad) + ", max error " + short_number(d.max_abs_err) +
+              (d.matches ? " <= " : " > ") + "tolerance " + short_number(bound) + ", ratio " +
               (d.ratio ? short_number(*d.ratio) : std::string("undefined (reference 0)"))};
 }
 

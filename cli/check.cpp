@@ -85,10 +85,10 @@ po::options_description check_options(RawOptions& raw) {
       "with --strategies: the loss families drawn (default both: every other case CLIP)")(
       "oracle", po::value<std::string>()->value_name("every|sampled|off"),
       "where oracle-agrees runs (default sampled: every case up to a size bound, above it every "
-      "16th)")(
-      "limits", po::value<std::string>()->value_name("default|typical"), "generator distribution")(
-      "format", po::value<std::string>()->value_name("human|json|junit"),
-      "what standard output gets (default human)")(
+      "16th)")("limits", po::value<std::string>()->value_name("default|typical"),
+               "generator distribution")("format",
+                                         po::value<std::string>()->value_name("human|json|junit"),
+                                         "what standard output gets (default human)")(
       "report", po::value(&raw.reports)->value_name("FILE"),
       "also write FILE: .json (merge input), .xml (JUnit), .svg or .html (a picture); repeatable")(
       "corpus-dir", po::value<std::string>()->value_name("DIR"),
@@ -215,9 +215,11 @@ void settle_sut(const RawOptions& raw, CheckSettings& s) {
   s.sut = parse_sut("check", raw.sut, raw.sut_timeout);
   if (raw.mutant) throw UsageError("check: --mutant changes the harness's own step, not a --sut");
   if (raw.self_check) {
-    throw UsageError("check: --self-check reruns the harness's own step; it does not apply to --sut");
+    throw UsageError(
+        "check: --self-check reruns the harness's own step; it does not apply to --sut");
   }
-  if (s.before_after) throw UsageError("check: --before-after shows the harness's own step, not --sut");
+  if (s.before_after)
+    throw UsageError("check: --before-after shows the harness's own step, not --sut");
   s.campaign.self_check = false;  // --profile explore's
   s.report.self_check = false;
   s.report.sut_command = s.sut->command;
@@ -397,8 +399,8 @@ void print_strategy_cells(std::ostream& out, const char* family,
   if (cases == 0) return;
   char line[320];
   std::snprintf(line, sizeof line, "%-48s %6s %5s %5s %8s %6s %8s %6s %6s %8s %9s %9s\n", "point",
-                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other", "mismatch",
-                "direct ok", "direct n1");
+                "cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other",
+                "mismatch", "direct ok", "direct n1");
   out << line;
   const auto all = step::all_strategies();
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -415,7 +417,8 @@ void print_strategy_cells(std::ostream& out, const char* family,
     out << line;
     if (cell.mismatched > 0) mismatches.push_back(point + ": " + cell.first_mismatch);
     // Every case discarded: say why, or the row looks like a pass.
-    if (cell.discarded == cell.cases) out << "  all discarded; first: " << cell.first_discard << "\n";
+    if (cell.discarded == cell.cases)
+      out << "  all discarded; first: " << cell.first_discard << "\n";
   }
 }
 
@@ -441,8 +444,8 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
     throw UsageError("check: the SUT runs none of the loss families --family asks for");
   }
   options.families = infonce && clip ? FamilyChoice::both
-                     : clip         ? FamilyChoice::clip
-                                    : FamilyChoice::infonce;
+                     : clip          ? FamilyChoice::clip
+                                     : FamilyChoice::infonce;
   options.limits.restriction = properties::restriction_of(supports);
   for (const std::string& text : raw.restrict) {
     apply_restrict_option("check", text, options.limits.restriction);
@@ -466,7 +469,8 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
 // Only the seed, the case budget and the generator distribution apply.
 int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   const auto reject = [](bool given, const char* option) {
-    if (given) throw UsageError(std::string("check: ") + option + " does not apply to --strategies");
+    if (given)
+      throw UsageError(std::string("check: ") + option + " does not apply to --strategies");
   };
   reject(raw.time_budget.has_value(), "--time-budget");
   reject(raw.jobs.has_value(), "--jobs");
@@ -501,8 +505,7 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
 
   std::ostream& out = context.out;
   out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
-      << limits
-      << ", encoder and direct gradients against step/strategy.hpp's prediction\n";
+      << limits << ", encoder and direct gradients against step/strategy.hpp's prediction\n";
   if (session) {
     out << "step: the SUT " << session->handshake().name
         << (session->handshake().supports.declares("strategy")
@@ -522,7 +525,8 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
          "multiple of it (a counterexample)\n";
   out << "no-cex: predicted no single ratio, but this case's gradient is a multiple of the "
          "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
-         "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the case; f32m: "
+         "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the "
+         "case; f32m: "
          "not judged, a float32 local loss with the fake-negative mask (near ties)\n";
   out << "direct ok: cases with direct parameters (InfoNCE: a learnable 1/T on every other case; "
          "CLIP: the log logit scale, and the bias where set) whose gradients are the predicted r x "
@@ -552,7 +556,8 @@ int run_check_on_fibers(const CommandContext& context) {
   const auto values = parse_command_options(context, check_options(raw));
   if (!values) return kExitOk;
   take_all(*values, raw);
-  if (raw.family && !raw.strategies) throw UsageError("check: --family applies only with --strategies");
+  if (raw.family && !raw.strategies)
+    throw UsageError("check: --family applies only with --strategies");
   if (raw.strategies) return run_strategy_check(raw, context);
   CheckSettings s = settle(raw);
   // The SUT processes live as long as the campaign (and its shrinking).
@@ -584,7 +589,8 @@ const RegisterCommand kCheck{
     {"check",
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
-     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip] [--sut CMD]] [--format human|json|junit] [--report FILE]... [--self-check] "
+     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip] [--sut CMD]] [--format "
+     "human|json|junit] [--report FILE]... [--self-check] "
      "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};
 

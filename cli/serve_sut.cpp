@@ -49,7 +49,8 @@ Json handshake(const step::Mutant* mutant) {
             {"accumulation_normalize", {true, false}},
             {"rng_modes", {"synced"}},
             {"replays_padding_draws", true},
-            {"extension_keys", {"dtype", "accumulation.window", "learnable_temperature", "strategy"}}}}};
+            {"extension_keys",
+             {"dtype", "accumulation.window", "learnable_temperature", "strategy"}}}}};
 }
 
 Json matrix_json(const std::vector<double>& flat, std::int64_t rows, std::int64_t cols) {

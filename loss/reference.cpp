@@ -76,7 +76,8 @@ BatchResult<Scalar> batch_loss(const Matrix<Scalar>& weight, const Matrix<Scalar
   }
   const LossAndGradient<Scalar> result = infonce_loss_and_gradient(embeddings, layout, settings);
   BatchResult<Scalar> out{
-      result.loss, encode_backward(weight, features, problem.normalize, result.grad_embeddings),
+      result.loss,
+      encode_backward(weight, features, problem.normalize, result.grad_embeddings),
       encode_backward_magnitude(weight, features, problem.normalize, result.grad_embeddings),
       {}};
   if (problem.learnable_temperature) {
@@ -119,7 +120,8 @@ ReferenceResult<Scalar> compute_reference(const ReferenceProblem& problem, Paddi
   const Scalar micro_scale =
       problem.accumulation_normalize ? Scalar(1) / static_cast<Scalar>(micro_steps) : Scalar(1);
 
-  ReferenceResult<Scalar> result{Scalar(0), std::vector<Scalar>(shards, Scalar(0)),
+  ReferenceResult<Scalar> result{Scalar(0),
+                                 std::vector<Scalar>(shards, Scalar(0)),
                                  Matrix<Scalar>::Zero(weight.rows(), weight.cols()),
                                  Matrix<Scalar>::Zero(weight.rows(), weight.cols()),
                                  {},

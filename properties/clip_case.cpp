@@ -22,7 +22,8 @@ void apply_style(Rng& rng, FeatureStyle style, Matrix<double>& rows) {
       case FeatureStyle::threshold_ties:  // a mask tie: InfoNCE only
         return;
       case FeatureStyle::duplicated:
-        if (i > 0 && rng.below(3) == 0) rows.row(i) = rows.row(static_cast<Eigen::Index>(rng.below(i)));
+        if (i > 0 && rng.below(3) == 0)
+          rows.row(i) = rows.row(static_cast<Eigen::Index>(rng.below(i)));
         break;
       case FeatureStyle::zero_rows:
         if (rng.below(4) == 0) rows.row(i).setZero();

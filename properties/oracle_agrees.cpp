@@ -49,7 +49,8 @@ struct OracleTolerance {
     const step::Tolerance t = step::tolerance_for(c.scalar);
     const double conditioning = 32 * unit_roundoff_of(c) * (1 + oracle.max_abs_logit);
     const double direction = encoding_direction_error(c, oracle);
-    loss_atol = t.atol + conditioning + 4 * direction * (oracle.max_abs_logit + oracle.logit_factor);
+    loss_atol =
+        t.atol + conditioning + 4 * direction * (oracle.max_abs_logit + oracle.logit_factor);
     rtol = t.rtol;
     atol = t.atol;
     grad_scale = std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
@@ -86,7 +87,8 @@ struct OracleTolerance {
     }
     return {};
   }
-  double direct_fraction(const std::vector<double>& direct, const std::vector<double>& oracle) const {
+  double direct_fraction(const std::vector<double>& direct,
+                         const std::vector<double>& oracle) const {
     double used = 0;
     for (std::size_t i = 0; i < direct.size() && i < oracle.size(); ++i) {
       const double error = std::abs(direct[i] - oracle[i]);
@@ -262,17 +264,18 @@ void admit_own_rounding(const Case& c, const OracleValues& oracle, step::CaseRep
   const OracleTolerance twice = t.doubled();
   report.loss_matches = true;
   for (std::size_t w = 0; w < report.losses.size(); ++w) {
-    const double expected = c.loss.use_batch ? report.reference.loss
-                                             : report.reference.shard_losses[static_cast<std::size_t>(
-                                                   c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
+    const double expected = c.loss.use_batch
+                                ? report.reference.loss
+                                : report.reference.shard_losses[static_cast<std::size_t>(
+                                      c.mesh.dp_rank(static_cast<std::int32_t>(w)))];
     report.loss_matches = report.loss_matches && twice.loss_close(report.losses[w], expected);
   }
   report.grad_matches = twice.grad_difference(report.grad, report.reference.grad).empty();
   if (report.direct) {
-    report.direct->matches =
-        twice.direct_difference(report.direct->names, report.direct->grad,
-                                report.reference.direct_grad)
-            .empty();
+    report.direct->matches = twice
+                                 .direct_difference(report.direct->names, report.direct->grad,
+                                                    report.reference.direct_grad)
+                                 .empty();
   }
   // The error is shown against the scale this allowance stands for: a
   // saturated softmax's gradient can be all rounding (0 against 3e-8).

@@ -38,8 +38,8 @@ oracle::LossSettings loss_settings(const loss::LossSettings& s) {
   out.temperature = s.temperature;
   out.use_batch = s.use_batch;
   out.hard_negatives = s.hard_negatives;
-  out.padding = s.padding == loss::Padding::legacy ? oracle::PaddingRow::legacy
-                                                   : oracle::PaddingRow::fixed;
+  out.padding =
+      s.padding == loss::Padding::legacy ? oracle::PaddingRow::legacy : oracle::PaddingRow::fixed;
   out.mask_fake_negative = s.mask_fake_negative;
   out.fake_neg_margin = s.fake_neg_margin;
   out.include_qq = s.include_qq;
@@ -142,7 +142,8 @@ OracleValues oracle_values(const Case& c) {
   out.grad_bound = to_double(r.grad_bound);
   step::ReferenceValues& values = out.values;
   values.loss = static_cast<double>(r.loss);
-  for (const oracle::Real loss : r.shard_losses) values.shard_losses.push_back(static_cast<double>(loss));
+  for (const oracle::Real loss : r.shard_losses)
+    values.shard_losses.push_back(static_cast<double>(loss));
   values.grad = to_double(r.grad);
   values.grad_magnitude = to_double(r.grad_magnitude);
   out.logit_factor = 1 / c.loss.temperature;

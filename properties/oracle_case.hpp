@@ -22,8 +22,8 @@ struct OracleValues {
   step::ReferenceValues values;  // the oracle's objective, widened to double
   double max_abs_logit = 0;
   double max_encoding_condition = 1;  // oracle::Result::max_encoding_condition
-  double min_mask_gap = 0;  // oracle::Result::min_mask_gap
-  Matrix<double> grad_bound;  // oracle::Result::grad_bound
+  double min_mask_gap = 0;            // oracle::Result::min_mask_gap
+  Matrix<double> grad_bound;          // oracle::Result::grad_bound
   // The direct parameters' bounds (as grad_bound), in direct_parameter_names
   // order; their values and magnitudes are in `values`.
   std::vector<double> direct_bound;

@@ -78,12 +78,11 @@ void check_reference_agreement(const step::CaseReport& r, CaseVerdict& verdict) 
     return;
   }
   verdict.failures.push_back(
-      {kGradientMatches, "loss " + format_detail(r.loss) + " vs reference " +
-                             format_detail(r.reference.loss) + ", gradient rel_err " +
-                             format_detail(r.rel_err) + " (scaled " + format_detail(r.scaled_err) +
-                             "), ratio " +
-                             (r.ratio ? format_detail(*r.ratio) : std::string("undefined")) +
-                             direct_detail(r)});
+      {kGradientMatches,
+       "loss " + format_detail(r.loss) + " vs reference " + format_detail(r.reference.loss) +
+           ", gradient rel_err " + format_detail(r.rel_err) + " (scaled " +
+           format_detail(r.scaled_err) + "), ratio " +
+           (r.ratio ? format_detail(*r.ratio) : std::string("undefined")) + direct_detail(r)});
 }
 
 // Under a permuted summation order each DP group (one per replica index, with

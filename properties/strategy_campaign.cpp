@@ -88,14 +88,17 @@ ClipScales clip_cancellation_scales(const Case& c) {
     for (const ClipShardBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
       pairs += shard.image.rows();
       for (Eigen::Index r = 0; r < shard.image.rows(); ++r) {
-        const double image_norm = (c.weight.leftCols(image) * shard.image.row(r).transpose()).norm();
+        const double image_norm =
+            (c.weight.leftCols(image) * shard.image.row(r).transpose()).norm();
         const double text_norm =
             (c.weight.rightCols(c.weight.cols() - image) * shard.text.row(r).transpose()).norm();
-        max_norm = std::max({max_norm, clip.image_normalize ? std::min(image_norm, 1.0) : image_norm,
-                             clip.text_normalize ? std::min(text_norm, 1.0) : text_norm});
+        max_norm =
+            std::max({max_norm, clip.image_normalize ? std::min(image_norm, 1.0) : image_norm,
+                      clip.text_normalize ? std::min(text_norm, 1.0) : text_norm});
       }
-      feature_abs_sum = std::max({feature_abs_sum, shard.image.cwiseAbs().colwise().sum().maxCoeff(),
-                                  shard.text.cwiseAbs().colwise().sum().maxCoeff()});
+      feature_abs_sum =
+          std::max({feature_abs_sum, shard.image.cwiseAbs().colwise().sum().maxCoeff(),
+                    shard.text.cwiseAbs().colwise().sum().maxCoeff()});
     }
   }
   const double factor = std::exp(clip.log_logit_scale);
@@ -122,7 +125,8 @@ std::string number(double value) {
 void judge_direct(const Case& c, const std::vector<double>& flat,
                   const step::ReferenceValues& reference, const step::Tolerance& t,
                   StrategyCaseResult& result) {
-  result.direct_prediction = step::predict(result.strategy, step::ParameterGroup::direct, result.shape);
+  result.direct_prediction =
+      step::predict(result.strategy, step::ParameterGroup::direct, result.shape);
   if (result.direct_prediction.verdict == step::Verdict::no_single_ratio) {
     result.direct = DirectObservation::one_number;
     return;
@@ -184,7 +188,8 @@ step::StepShape step_shape(const Case& c) {
   if (c.clip) {
     for (const auto& shards : c.clip->batches) {
       for (const ClipShardBatch& shard : shards) {
-        shape.equal_batches = shape.equal_batches && shard.image.rows() == shards.front().image.rows();
+        shape.equal_batches =
+            shape.equal_batches && shard.image.rows() == shards.front().image.rows();
       }
     }
     return shape;
@@ -227,8 +232,8 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   // group sizes of the first shard with a group (per micro-step).
   out.equal_shards = out.strategy.scope == step::LossScope::local && (draw / 64) % 2 == 1;
   out.learnable_temperature = (draw / 128) % 2 == 1;
-  out.clip = families == FamilyChoice::clip ||
-             (families == FamilyChoice::both && (draw / 256) % 2 == 1);
+  out.clip =
+      families == FamilyChoice::clip || (families == FamilyChoice::both && (draw / 256) % 2 == 1);
   if (options != nullptr) {
     out.equal_shards = out.equal_shards || options->equal_batches_only;
     out.learnable_temperature = out.learnable_temperature && options->learnable_temperature;
@@ -350,7 +355,8 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner) 
     const double ratio = result.prediction.ratio;
     const auto [ok, error] = within(ratio);
     result.observation = ok ? StrategyObservation::confirmed : StrategyObservation::mismatch;
-    if (ok) result.detail = "ratio " + number(ratio) + " (max |grad - r ref| " + number(error) + ")";
+    if (ok)
+      result.detail = "ratio " + number(ratio) + " (max |grad - r ref| " + number(error) + ")";
     if (!ok) {
       const double norm2 = reference.grad.squaredNorm();
       result.detail =
@@ -402,7 +408,8 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
   StrategyCampaignResult out;
   for (std::int64_t index = 0; index < options.cases; ++index) {
     CaseSpec spec;
-    const Case c = strategy_case(options.seed, index, options.limits, options.only, &spec, &options);
+    const Case c =
+        strategy_case(options.seed, index, options.limits, options.only, &spec, &options);
     StrategyCaseResult r;
     if (const std::optional<std::string> reason = options.skip ? options.skip(c) : std::nullopt) {
       r.strategy = *c.strategy;
@@ -447,8 +454,8 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
         ++cell.mismatched;
         if (!cell.first_mismatch_index) {
           cell.first_mismatch_index = index;
-          cell.first_mismatch = "case " + std::to_string(index) + " (" +
-                                (c.clip ? "clip " : "") + describe(spec) + "): " + r.detail;
+          cell.first_mismatch = "case " + std::to_string(index) + " (" + (c.clip ? "clip " : "") +
+                                describe(spec) + "): " + r.detail;
         }
         break;
     }
@@ -476,8 +483,7 @@ bool visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& op
   return false;
 }
 
-StrategyCaseResult check_spec(CaseSpec spec, const StrategyDraw& draw, CaseSpec& judged,
-                              Case& c) {
+StrategyCaseResult check_spec(CaseSpec spec, const StrategyDraw& draw, CaseSpec& judged, Case& c) {
   try {
     c = strategy_case_of(spec, draw);
   } catch (const InputError& e) {

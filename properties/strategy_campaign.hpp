@@ -49,11 +49,11 @@ enum class StrategyObservation {
 
 // The direct parameters' group (a learnable inverse temperature) of a case.
 enum class DirectObservation {
-  absent,     // the case has no direct parameter, or its step was not judged
-  confirmed,  // the gradient is the predicted r x the reference's
-  one_number, // predicted no single ratio: one number is always a multiple of
-              // the reference, so one case cannot show it (not judged)
-  mismatch,   // not what the prediction says
+  absent,      // the case has no direct parameter, or its step was not judged
+  confirmed,   // the gradient is the predicted r x the reference's
+  one_number,  // predicted no single ratio: one number is always a multiple of
+               // the reference, so one case cannot show it (not judged)
+  mismatch,    // not what the prediction says
 };
 
 struct StrategyCaseResult {
@@ -139,7 +139,6 @@ struct StrategyCell {
   std::string first_discard;   // one line: the first discarded case and why
 };
 
-
 struct StrategyCampaignResult {
   std::array<StrategyCell, 36> cells;       // InfoNCE, in all_strategies() order
   std::array<StrategyCell, 36> clip_cells;  // CLIP, likewise
@@ -156,10 +155,10 @@ std::optional<step::Strategy> parse_strategy_choice(const std::string& text);
 // A shrunk case that shows a wrong point wrong: the step's gradient visibly
 // not the reference's, as predicted (r x it with r != 1, or no multiple).
 struct StrategyWitness {
-  std::int64_t index = 0;      // the campaign case (seed, index) it was shrunk from
-  CaseSpec original, shrunk;   // as run (negatives made equal where drawn)
-  Case shrunk_case;            // its case file carries the "strategy" key
-  StrategyCaseResult result;   // of the shrunk case
+  std::int64_t index = 0;     // the campaign case (seed, index) it was shrunk from
+  CaseSpec original, shrunk;  // as run (negatives made equal where drawn)
+  Case shrunk_case;           // its case file carries the "strategy" key
+  StrategyCaseResult result;  // of the shrunk case
   std::int32_t shrink_steps = 0;
 };
 
@@ -167,9 +166,9 @@ struct StrategyWitnessOptions {
   step::Strategy point;
   std::uint64_t seed = 1;
   GeneratorLimits limits = default_limits();
-  std::int64_t max_cases = 200;                // cases tried before giving up (a limit)
-  std::int32_t max_shrink_evaluations = 2000;  // RapidCheck shrink candidates judged
-  FamilyChoice family = FamilyChoice::infonce;   // infonce or clip
+  std::int64_t max_cases = 200;                 // cases tried before giving up (a limit)
+  std::int32_t max_shrink_evaluations = 2000;   // RapidCheck shrink candidates judged
+  FamilyChoice family = FamilyChoice::infonce;  // infonce or clip
   // Only cases with the gather (use_batch), as the strategy matrix assumes:
   // without one the scope and the gather do not apply.
   bool with_gather = true;

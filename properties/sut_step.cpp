@@ -124,8 +124,8 @@ namespace {
 // embedding's direction within rounding: both results are right for their
 // precision). The oracle's values are computed only where needed.
 void judge_against_reference(const Case& c, const step::DistributedResult& distributed,
-                             const step::ReferenceValues& reference,
-                             const PropertyOptions& options, CaseVerdict& verdict) {
+                             const step::ReferenceValues& reference, const PropertyOptions& options,
+                             CaseVerdict& verdict) {
   const bool strict_match = verdict.report.loss_matches && verdict.report.grad_matches;
   const bool oracle_on = oracle_applies(c, options.oracle, options.case_index);
   if (strict_match && !oracle_on) return;
@@ -195,7 +195,8 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
   judge_against_reference(judged, distributed, reference, options, verdict);
   check_reported_step(verdict.report, verdict);
   const sut::Supports& supports = session.handshake().supports;
-  if (c.compensate && supports.compensate_false && c.loss.use_batch &&
+  // A case with a strategy key has its scale there (and needs compensate true).
+  if (!c.strategy && c.compensate && supports.compensate_false && c.loss.use_batch &&
       c.reduction == Reduction::mean && c.mesh.dp >= 2) {
     check_sut_uncompensated(judged, session, reference, verdict);
   }

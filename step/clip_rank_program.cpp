@@ -6,6 +6,7 @@
 #include "loss/clip.hpp"
 #include "loss/encoder.hpp"
 #include "sim/ddp.hpp"
+#include "step/flat_gradient.hpp"
 #include "step/gather.hpp"
 #include "step/strategy.hpp"
 
@@ -14,9 +15,8 @@ namespace {
 
 // One tower's rows after the gather: every slot's, the own live rows at own_offset.
 template <class Scalar>
-AssembledRows<Scalar> tower_rows(sim::Communicator& comm, const sim::Group& dp_group,
-                                 const Case& c, bool gather, const Matrix<Scalar>& local,
-                                 std::int32_t dp_rank) {
+AssembledRows<Scalar> tower_rows(sim::Communicator& comm, const sim::Group& dp_group, const Case& c,
+                                 bool gather, const Matrix<Scalar>& local, std::int32_t dp_rank) {
   if (gather) return gather_rows(comm, dp_group, c.gather, local, dp_rank);
   AssembledRows<Scalar> own;
   own.rows = local;
@@ -75,9 +75,7 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
   const std::size_t direct_count = direct_parameter_count(c);
 
   RankOutput<Scalar> out;
-  const auto weight_entries = static_cast<std::size_t>(c.weight.size());
-  sim::GradientBuffer<Scalar> gradient(weight_entries + direct_count);
-  std::vector<Scalar> flat;
+  FlatGradient<Scalar> gradient(static_cast<std::size_t>(c.weight.size()), direct_count);
   Matrix<Scalar> image_storage, text_storage;  // float cases: the features cast to float
   for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
     const ClipShardBatch& batch = clip.batches[static_cast<std::size_t>(micro)][dp_rank];
@@ -99,13 +97,14 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
                          {images.rows, texts.rows, images.rows, texts.rows, 0}, parameters);
     out.reported_loss += result.loss / divisor;
 
-    const TowerGradient<Scalar> image_grad = tower_gradient(
-        result.grad_image_docs, result.grad_image_queries, local_loss, own_offset);
+    const TowerGradient<Scalar> image_grad =
+        tower_gradient(result.grad_image_docs, result.grad_image_queries, local_loss, own_offset);
     const TowerGradient<Scalar> text_grad =
         tower_gradient(result.grad_text_docs, result.grad_text_queries, local_loss, own_offset);
-    const Matrix<Scalar> own_image = own_rows_gradient(
-        comm, dp_group, gather_kind, image_grad.total, local_loss ? &image_grad.query_rows : nullptr,
-        images.slot_rows, own_offset, image.rows(), dp_rank);
+    const Matrix<Scalar> own_image =
+        own_rows_gradient(comm, dp_group, gather_kind, image_grad.total,
+                          local_loss ? &image_grad.query_rows : nullptr, images.slot_rows,
+                          own_offset, image.rows(), dp_rank);
     const Matrix<Scalar> own_text = own_rows_gradient(
         comm, dp_group, gather_kind, text_grad.total, local_loss ? &text_grad.query_rows : nullptr,
         texts.slot_rows, own_offset, text.rows(), dp_rank);
@@ -114,17 +113,14 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
     grad_weight << loss::encode_backward(image_weight, image_x, clip.image_normalize, own_image),
         loss::encode_backward(text_weight, text_x, clip.text_normalize, own_text);
     grad_weight *= scale / divisor;
-    flat.assign(grad_weight.data(), grad_weight.data() + weight_entries);
-    flat.push_back(result.grad_log_scale * (scale / divisor));
-    if (clip.logit_bias) flat.push_back(result.grad_bias * (scale / divisor));
-    INFONCE_ASSERT(flat.size() == weight_entries + direct_count);
-    gradient.accumulate(flat);
+    const Scalar step_scale = scale / divisor;
+    if (clip.logit_bias) {
+      gradient.add(grad_weight, {result.grad_log_scale * step_scale, result.grad_bias * step_scale});
+    } else {
+      gradient.add(grad_weight, {result.grad_log_scale * step_scale});
+    }
   }
-  const bool mean = strategy.reduction == Reduction::mean;
-  gradient.reduce(
-      comm, dp_group,
-      mean ? sim::GradientReduction::mean_over_world : sim::GradientReduction::sum_over_group);
-  out.grad.assign(gradient.values().begin(), gradient.values().end());
+  out.grad = gradient.reduce(comm, dp_group, strategy.reduction);
   return out;
 }
 

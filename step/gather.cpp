@@ -188,22 +188,22 @@ Matrix<Scalar> own_rows_gradient(sim::Communicator& comm, const sim::Group& dp_g
   return {};
 }
 
-#define INFONCE_INSTANTIATE(Scalar)                                                              \
-  template std::vector<std::byte> matrix_to_bytes(const Matrix<Scalar>&);                        \
-  template Gathered<Scalar> from_objects(GatheredObjectPair);                                    \
-  template Gathered<Scalar> gather_objects(sim::Communicator&, const sim::Group&,                \
-                                           const Matrix<Scalar>&,                                \
-                                           const std::vector<std::uint8_t>&);                    \
-  template Gathered<Scalar> gather_tensors(sim::Communicator&, const sim::Group&,                \
-                                           const Matrix<Scalar>&,                                \
-                                           const std::vector<std::uint8_t>&, bool);              \
-  template AssembledRows<Scalar> assemble_rows(const Gathered<Scalar>&, const Matrix<Scalar>&,   \
-                                               std::int32_t);                                    \
-  template AssembledRows<Scalar> gather_rows(sim::Communicator&, const sim::Group&, GatherPath,  \
-                                             const Matrix<Scalar>&, std::int32_t);               \
-  template Matrix<Scalar> own_rows_gradient(sim::Communicator&, const sim::Group&, GatherKind,   \
-                                            const Matrix<Scalar>&, const Matrix<Scalar>*,        \
-                                            const std::vector<std::int64_t>&, std::int64_t,      \
+#define INFONCE_INSTANTIATE(Scalar)                                                             \
+  template std::vector<std::byte> matrix_to_bytes(const Matrix<Scalar>&);                       \
+  template Gathered<Scalar> from_objects(GatheredObjectPair);                                   \
+  template Gathered<Scalar> gather_objects(sim::Communicator&, const sim::Group&,               \
+                                           const Matrix<Scalar>&,                               \
+                                           const std::vector<std::uint8_t>&);                   \
+  template Gathered<Scalar> gather_tensors(sim::Communicator&, const sim::Group&,               \
+                                           const Matrix<Scalar>&,                               \
+                                           const std::vector<std::uint8_t>&, bool);             \
+  template AssembledRows<Scalar> assemble_rows(const Gathered<Scalar>&, const Matrix<Scalar>&,  \
+                                               std::int32_t);                                   \
+  template AssembledRows<Scalar> gather_rows(sim::Communicator&, const sim::Group&, GatherPath, \
+                                             const Matrix<Scalar>&, std::int32_t);              \
+  template Matrix<Scalar> own_rows_gradient(sim::Communicator&, const sim::Group&, GatherKind,  \
+                                            const Matrix<Scalar>&, const Matrix<Scalar>*,       \
+                                            const std::vector<std::int64_t>&, std::int64_t,     \
                                             std::int64_t, std::int32_t);
 
 INFONCE_INSTANTIATE(float)

@@ -15,6 +15,7 @@
 #include "loss/padding.hpp"
 #include "sim/ddp.hpp"
 #include "step/clip_rank_program.hpp"
+#include "step/flat_gradient.hpp"
 #include "step/gather.hpp"
 #include "step/strategy.hpp"
 
@@ -97,7 +98,6 @@ std::int64_t count_padded_positives(const loss::GroupLayout& layout) {
   }
   return count;
 }
-
 
 // Which gathered slot each group of `layout` belongs to (its query's row).
 std::vector<std::int32_t> slot_of_groups(const loss::GroupLayout& layout,
@@ -273,11 +273,8 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
   RankPadding padding = rank_padding(c, world_rank);
 
   RankOutput<Scalar> out;
-  // The flat gradient: W's D x F entries, then the direct parameters'.
-  const std::size_t direct_count = direct_parameter_count(c);
-  const auto weight_entries = static_cast<std::size_t>(weight.size());
-  sim::GradientBuffer<Scalar> gradient(weight_entries + direct_count);
-  std::vector<Scalar> flat;  // one micro-step's flat gradient, when there are direct parameters
+  FlatGradient<Scalar> gradient(static_cast<std::size_t>(weight.size()),
+                                direct_parameter_count(c));
   Matrix<Scalar> features_storage;  // float cases: the features cast to float
   for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
     const loss::ShardBatch& batch = c.batches[micro][dp_rank];
@@ -291,8 +288,8 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
         c.loss.hard_negatives || v.rank_major_documents || v.targets_at_world_rank;
     // The slots' row counts: for the layout mutants, the local loss's own
     // groups and the autograd gather's reduce-scatter.
-    const bool needs_slot_rows = v.rank_major_documents || v.targets_at_world_rank ||
-                                 local_loss || gather_kind == GatherKind::autograd;
+    const bool needs_slot_rows = v.rank_major_documents || v.targets_at_world_rank || local_loss ||
+                                 gather_kind == GatherKind::autograd;
     // Set when the batch is a shared concatenation: the gathered labels, from
     // which the layout can come shared too.
     sim::GatheredObjects shared_labels;
@@ -394,34 +391,27 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     const Scalar reported = v.scale_reported_loss ? loss_value * scale : loss_value;
     out.reported_loss += reported / divisor;
 
-    const Matrix<Scalar> own_grad = own_rows_gradient(
-        comm, dp_group, gather_kind, grad_embeddings,
-        local_result ? &local_result->grad_query_rows : nullptr, slot_rows, global.own_offset,
-        local.rows(), dp_rank);
+    const Matrix<Scalar> own_grad =
+        own_rows_gradient(comm, dp_group, gather_kind, grad_embeddings,
+                          local_result ? &local_result->grad_query_rows : nullptr, slot_rows,
+                          global.own_offset, local.rows(), dp_rank);
     Matrix<Scalar> grad_weight =
         gather_kind == GatherKind::detached && !local_loss
             ? Matrix<Scalar>::Zero(weight.rows(), weight.cols())
             : loss::encode_backward(weight, features, c.encoder_normalize, own_grad);
     grad_weight *= scale / divisor;
-    if (direct_count == 0) {
-      gradient.accumulate(std::span<const Scalar>(grad_weight.data(), weight_entries));
+    if (!c.learnable_temperature) {
+      gradient.add(grad_weight, {});
       continue;
     }
     // The inverse temperature is never detached: it sees the whole loss the
     // rank computed, every gathered row included (loss/learnable_temperature.hpp).
-    flat.assign(grad_weight.data(), grad_weight.data() + weight_entries);
-    flat.push_back(loss::inverse_temperature_gradient(embeddings, grad_embeddings,
-                                                      1.0 / c.loss.temperature)
-                       .value *
-                   (scale / divisor));
-    INFONCE_ASSERT(flat.size() == weight_entries + direct_count);
-    gradient.accumulate(flat);
+    gradient.add(grad_weight, {loss::inverse_temperature_gradient(embeddings, grad_embeddings,
+                                                                  1.0 / c.loss.temperature)
+                                       .value *
+                                   (scale / divisor)});
   }
-  const bool mean = strategy.reduction == Reduction::mean;
-  gradient.reduce(
-      comm, dp_group,
-      mean ? sim::GradientReduction::mean_over_world : sim::GradientReduction::sum_over_group);
-  out.grad.assign(gradient.values().begin(), gradient.values().end());
+  out.grad = gradient.reduce(comm, dp_group, strategy.reduction);
   return out;
 }
 

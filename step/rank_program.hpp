@@ -15,7 +15,7 @@ namespace infonce::step {
 
 template <class Scalar>
 struct RankOutput {
-  Scalar reported_loss = 0;          // summed over micro-steps, after GA normalisation
+  Scalar reported_loss = 0;  // summed over micro-steps, after GA normalisation
   // After the DDP reduction: W's D x F entries row-major, then the direct
   // parameters' (direct_parameter_names) in order.
   std::vector<Scalar> grad;

@@ -80,8 +80,8 @@ DirectParameterCheck check_direct(const Case& c, const std::vector<double>& flat
     const double scale = std::max(std::abs(ref), reference.direct_magnitude[i]);
     check.max_abs_err = std::max(check.max_abs_err, error);
     check.error_scale = std::max(check.error_scale, scale);
-    check.matches = check.matches && std::isfinite(error) &&
-                    error <= tolerance.atol + tolerance.rtol * scale;
+    check.matches =
+        check.matches && std::isfinite(error) && error <= tolerance.atol + tolerance.rtol * scale;
     dot += check.grad[i] * ref;
     ref_norm2 += ref * ref;
   }

@@ -17,17 +17,17 @@ namespace infonce::step {
 
 // What every world rank produced, widened to double for reporting.
 struct DistributedResult {
-  std::vector<double> losses;              // per world rank
+  std::vector<double> losses;  // per world rank
   // Per world rank: W's D x F entries row-major, then the direct parameters'.
   std::vector<std::vector<double>> grads;
-  std::int64_t padded_positives = 0;       // summed over ranks
+  std::int64_t padded_positives = 0;  // summed over ranks
 };
 
 struct ReferenceValues {
   double loss = 0;
   std::vector<double> shard_losses;  // use_batch = false
   Matrix<double> grad;
-  Matrix<double> grad_magnitude;  // per entry, the sum of |terms| of grad
+  Matrix<double> grad_magnitude;    // per entry, the sum of |terms| of grad
   std::vector<double> direct_grad;  // direct_parameter_names order; empty without any
   std::vector<double> direct_magnitude;
 };
@@ -36,7 +36,7 @@ struct ReferenceValues {
 // gradient of each against the reference's.
 struct DirectParameterCheck {
   std::vector<std::string> names;
-  std::vector<double> grad;  // rank 0's, after the reduction
+  std::vector<double> grad;     // rank 0's, after the reduction
   std::optional<double> ratio;  // <grad, ref> / <ref, ref>; unset when ref == 0
   double max_abs_err = 0;
   double error_scale = 0;  // max(|ref|, the sums of |terms|)

@@ -164,7 +164,8 @@ Supports read_supports(const Json& value, const std::string& path) {
     enum class Family { infonce, clip };
     const std::vector<Family> families = read_choices<Family>(
         *v, p("families"), {{"infonce", Family::infonce}, {"clip", Family::clip}});
-    s.infonce_family = std::find(families.begin(), families.end(), Family::infonce) != families.end();
+    s.infonce_family =
+        std::find(families.begin(), families.end(), Family::infonce) != families.end();
     s.clip_family = std::find(families.begin(), families.end(), Family::clip) != families.end();
   }
   if (auto v = given("logit_bias")) s.logit_bias = read_bool(*v, p("logit_bias"));
@@ -242,12 +243,12 @@ StepResult read_result(const Json& response, const Case& c) {
   if (!names.empty()) {
     const Json& direct = required(response, path, "direct");
     if (!direct.is_object()) {
-      fail(path + ".direct", "expected an object keyed by the direct parameters, got " +
-                                 kind_of(direct));
+      fail(path + ".direct",
+           "expected an object keyed by the direct parameters, got " + kind_of(direct));
     }
     for (const std::string& name : names) {
-      result.direct.push_back(
-          read_number_or_null(required(direct, path + ".direct", name.c_str()), path + ".direct." + name));
+      result.direct.push_back(read_number_or_null(required(direct, path + ".direct", name.c_str()),
+                                                  path + ".direct." + name));
     }
   }
   if (const auto it = response.find("grads"); it != response.end()) {

@@ -75,8 +75,8 @@ std::string encode_request(std::int64_t id, const Case& c, const Supports& suppo
 
 // What the SUT reports of one step.
 struct StepResult {
-  std::vector<double> losses;                        // per world rank; NaN for null
-  Matrix<double> grad;                               // D x F, as on world rank 0
+  std::vector<double> losses;  // per world rank; NaN for null
+  Matrix<double> grad;         // D x F, as on world rank 0
   std::vector<double> direct;  // the direct parameters' gradients (direct_parameter_names)
   std::optional<std::vector<Matrix<double>>> grads;  // per world rank
   std::optional<loss::RecordedDraws> padding_draws;  // [micro][world rank][draw]

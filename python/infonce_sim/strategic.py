@@ -203,7 +203,10 @@ def infonce_local(sentences, labels, settings, draws, tau, own_offset, own_rows,
         raise CaseError("the loss's batch has zero groups")
     own = [g for g, row in enumerate(starts) if own_offset <= row < own_offset + own_rows]
     if not own:
-        return torch.zeros((), dtype=sentences.dtype)  # no own query: loss 0, gradient 0
+        # No own query: loss 0, gradient 0; still a function of the gathered batch, so
+        # that an autograd gather's backward (a collective under real DDP) runs on
+        # this rank too, as it does on every other member.
+        return (sentences * 0).sum()
     if live is None:
         query_of = lambda g: groups[g][0]  # noqa: E731
     else:

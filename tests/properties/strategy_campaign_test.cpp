@@ -135,7 +135,8 @@ Case hand_case(bool equal) {
   CaseSpec spec;
   spec.world = 2;
   spec.dp = 2;
-  spec.negatives = {{{1, 2}, equal ? std::vector<std::int32_t>{2, 1} : std::vector<std::int32_t>{1}}};
+  spec.negatives = {
+      {{1, 2}, equal ? std::vector<std::int32_t>{2, 1} : std::vector<std::int32_t>{1}}};
   spec.feature_dim = 3;
   spec.embedding_dim = 2;
   spec.include_qq = true;

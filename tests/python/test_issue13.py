@@ -362,3 +362,30 @@ def test_bad_clip_cases_name_the_key(change, message):
     change(obj)
     with pytest.raises(CaseError, match=re.escape(message)):
         parse_case(obj)
+
+
+def test_a_rank_without_an_own_query_joins_the_autograd_gathers_backward_under_ddp():
+    """A local loss over an autograd gather on a rank whose shard is empty: its loss is 0,
+    but it must still run the gather's backward (a collective under real DDP), or every
+    other rank waits for it. (The strategy campaign through real DDP hung here.)"""
+    raw = {
+        "format": "infonce-case/1", "mesh": {"world": 2, "dp": 2}, "reduction": "mean",
+        "gather": "tensor", "compensate": True,
+        "loss": {"temperature": 0.1, "use_batch": True, "hard_negatives": None,
+                 "padding": "fixed", "mask_fake_negative": False, "fake_neg_margin": 0.1,
+                 "include_qq": False, "include_dd": False},
+        "encoder": {"normalize": True, "weight": [[1.0, 0.5], [-0.5, 1.0]]},
+        "accumulation": {"steps": 1, "normalize": True}, "rng": {"mode": "synced", "seed": 1},
+        "strategy": {"gather": "autograd", "scope": "local", "scale": "W", "reduction": "mean"},
+        "batches": [[[], [[[1.0, 0.0], [0.9, 0.1]], [[0.2, 1.0], [-0.3, 0.8]]]]],
+    }
+    case = parse_case(raw)
+    adapter = load_adapter({"kind": "conformance"})
+    ddp = DdpRuntime({"kind": "conformance"}, timeout=60.0)
+    try:
+        b = ddp.run(adapter, case)
+    finally:
+        ddp.close()
+    a = InProcessRuntime().run(adapter, case)
+    assert a["losses"][1] > 0 and a["losses"][0] == 0
+    assert max(_errors(a, b)) <= 1e-12

@@ -37,8 +37,8 @@ Case clip_case(std::int32_t world, const std::vector<std::int32_t>& pairs, std::
   for (std::int32_t m = 0; m < micro_steps; ++m) {
     auto& shards = clip.batches.emplace_back();
     for (const std::int32_t n : pairs) {
-      shards.push_back({Matrix<double>::NullaryExpr(n, 3, normal),
-                        Matrix<double>::NullaryExpr(n, 2, normal)});
+      shards.push_back(
+          {Matrix<double>::NullaryExpr(n, 3, normal), Matrix<double>::NullaryExpr(n, 2, normal)});
     }
   }
   c.clip = std::move(clip);
@@ -55,13 +55,15 @@ GroupGradients step_gradients(const Case& c) {
   const DistributedResult result = run_on_fibers(c, StepVariant{}, RunOptions{});
   for (const auto& grad : result.grads) EXPECT_EQ(grad, result.grads[0]);
   GroupGradients out;
-  out.towers = Eigen::Map<const Matrix<double>>(result.grads[0].data(), c.weight.rows(),
-                                                c.weight.cols());
+  out.towers =
+      Eigen::Map<const Matrix<double>>(result.grads[0].data(), c.weight.rows(), c.weight.cols());
   out.direct.assign(result.grads[0].begin() + c.weight.size(), result.grads[0].end());
   return out;
 }
 
-double max_abs(const Matrix<double>& m) { return m.cwiseAbs().maxCoeff(); }
+double max_abs(const Matrix<double>& m) {
+  return m.cwiseAbs().maxCoeff();
+}
 
 TEST(ClipStep, TheCaseFileRoundTripsWithItsFamilyKeys) {
   const Case c = clip_case(4, {2, 1}, 2, 7, true);
@@ -76,8 +78,8 @@ TEST(ClipStep, TheCaseFileRoundTripsWithItsFamilyKeys) {
   EXPECT_EQ(back.clip->logit_bias, -0.7);
   EXPECT_EQ(back.clip->batches[1][0].text, c.clip->batches[1][0].text);
   EXPECT_EQ(case_to_json(back), text);
-  EXPECT_EQ(direct_parameter_names(back), (std::vector<std::string>{"log_logit_scale",
-                                                                    "logit_bias"}));
+  EXPECT_EQ(direct_parameter_names(back),
+            (std::vector<std::string>{"log_logit_scale", "logit_bias"}));
 }
 
 TEST(ClipStep, InfoNceKeysInAClipCaseAreRejectedByName) {
@@ -91,10 +93,12 @@ TEST(ClipStep, InfoNceKeysInAClipCaseAreRejectedByName) {
     }
   };
   std::string with_rng = text;
-  with_rng.insert(with_rng.find("\"accumulation\""), "\"rng\": {\"mode\": \"synced\", \"seed\": 1},\n  ");
+  with_rng.insert(with_rng.find("\"accumulation\""),
+                  "\"rng\": {\"mode\": \"synced\", \"seed\": 1},\n  ");
   rejects(with_rng, "rng");
   std::string no_family = text;
-  no_family.erase(no_family.find("\"family\": \"clip\",\n  "), std::string("\"family\": \"clip\",\n  ").size());
+  no_family.erase(no_family.find("\"family\": \"clip\",\n  "),
+                  std::string("\"family\": \"clip\",\n  ").size());
   rejects(no_family, "clip");
   std::string unequal = text;
   // One more number in the text tower's first row: F_text 3 against shards of 2.
@@ -111,7 +115,8 @@ TEST(ClipStep, TheSeedsFixIsRightForTheTowersAndPTimesForTheLogitScale) {
   const GroupGradients g = step_gradients(c);
   EXPECT_LE(max_abs(g.towers - reference.grad), 1e-12 * max_abs(reference.grad));
   ASSERT_EQ(g.direct.size(), 1u);
-  EXPECT_NEAR(g.direct[0], 2.0 * reference.direct_grad[0], 1e-12 * std::abs(reference.direct_grad[0]));
+  EXPECT_NEAR(g.direct[0], 2.0 * reference.direct_grad[0],
+              1e-12 * std::abs(reference.direct_grad[0]));
   const CaseReport report = evaluate(c, run_on_fibers(c, StepVariant{}, RunOptions{}), reference);
   EXPECT_TRUE(report.grad_matches);
   ASSERT_TRUE(report.direct.has_value());
@@ -141,7 +146,8 @@ TEST(ClipStep, EveryStrategyPointGivesItsPredictedRatiosWithEqualBatches) {
     const double scale = max_abs(reference.grad_magnitude);
     if (towers.verdict == Verdict::no_single_ratio) {
       // Dropped terms: no multiple of the reference.
-      const double best = g.towers.cwiseProduct(reference.grad).sum() / reference.grad.squaredNorm();
+      const double best =
+          g.towers.cwiseProduct(reference.grad).sum() / reference.grad.squaredNorm();
       EXPECT_GT(max_abs(g.towers - best * reference.grad), 1e-6 * scale) << name_of(strategy);
       ++dropped_terms;
       continue;
@@ -155,7 +161,8 @@ TEST(ClipStep, EveryStrategyPointGivesItsPredictedRatiosWithEqualBatches) {
 
 TEST(ClipStep, AnAutogradLocalLossIsNoMultipleWithUnequalBatches) {
   Case c = clip_case(2, {1, 3}, 1, 9, false);
-  c.strategy = Strategy{GatherKind::autograd, LossScope::local, BackwardScale::none, Reduction::mean};
+  c.strategy =
+      Strategy{GatherKind::autograd, LossScope::local, BackwardScale::none, Reduction::mean};
   const ReferenceValues reference = compute_case_reference(c);
   const GroupGradients g = step_gradients(c);
   const double best = g.towers.cwiseProduct(reference.grad).sum() / reference.grad.squaredNorm();

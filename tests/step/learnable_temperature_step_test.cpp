@@ -85,8 +85,8 @@ TEST(LearnableTemperatureStep, TheSeedsFixGivesTheTemperatureP) {
   // the scale makes it P x the full-batch gradient (docs/strategies.md).
   const Case c = one_pair_per_shard(kPairs, 3, kTemperature);
   EXPECT_NEAR(step_dtau(c), 3.0 * closed_form_dtau(kPairs, 2.0), 1e-13);
-  const CaseReport report = evaluate(c, run_on_fibers(c, StepVariant{}, RunOptions{}),
-                                     compute_case_reference(c));
+  const CaseReport report =
+      evaluate(c, run_on_fibers(c, StepVariant{}, RunOptions{}), compute_case_reference(c));
   ASSERT_TRUE(report.direct.has_value());
   EXPECT_FALSE(report.direct->matches);
   ASSERT_TRUE(report.direct->ratio.has_value());
