@@ -126,7 +126,8 @@ def _check_rows_alive(logits):
 
 
 def _masked(values, mask):
-    return torch.where(mask, torch.full_like(values, -math.inf), values)
+    # (the values of torch.where(mask, -inf, values), and its gradient: 0 where masked)
+    return values.masked_fill(mask, -math.inf)
 
 
 def local_loss_batched(s, t):
