@@ -12,6 +12,8 @@
 # (steps only, after one warm-up case per world size: real DDP spawns its rank pools then),
 # and the output says so (INFONCE_BENCH_DRIVER=client forces it: steady-state steps, no
 # process start-up). The C++ row is `infonce-sim check` of the same seed and size.
+# INFONCE_BENCH_BASELINE=DIR (another checkout's python/, e.g. from `git archive OLD python`)
+# adds its in-process rows to the same run, and the speed-up of this checkout over it.
 # Wall-clock ratios: run it on an otherwise idle machine; the same run gives every row.
 set -eu
 build=${1:-build}
@@ -31,6 +33,10 @@ trap 'rm -rf "$work"' EXIT
 "$sim" export --seed "$seed" --cases "$cases" --limits typical --compensate true \
   --padding fixed "$work/cases" >/dev/null
 worker="PYTHONPATH=$root/python $python -m infonce_sim.worker --adapter conformance"
+baseline=${INFONCE_BENCH_BASELINE:-}
+[ -z "$baseline" ] || [ -f "$baseline/infonce_sim/worker.py" ] ||
+  { echo "sut_throughput: INFONCE_BENCH_BASELINE=$baseline has no infonce_sim/worker.py" >&2; exit 2; }
+old_worker="PYTHONPATH=$baseline $python -m infonce_sim.worker --adapter conformance"
 
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s }'; }
 timed() {  # $1 = command; prints "seconds cpu_seconds" (the command and its children)
@@ -57,9 +63,17 @@ fi
 
 set -- $(run_sut "$worker --runtime inprocess")
 inproc_n=$1 inproc_s=$2 inproc_cpu=$3
+if [ -n "$baseline" ]; then
+  set -- $(run_sut "$old_worker --runtime inprocess")
+  old_n=$1 old_s=$2 old_cpu=$3
+fi
 if [ "$driver" != "${driver#infonce-sim}" ]; then
   set -- $(run_sut "$worker --runtime inprocess" "$long_cases")
   long_n=$1 long_s=$2 long_cpu=$3
+  if [ -n "$baseline" ]; then
+    set -- $(run_sut "$old_worker --runtime inprocess" "$long_cases")
+    old_long_n=$1 old_long_s=$2 old_long_cpu=$3
+  fi
 fi
 set -- $(run_sut "$worker --runtime ddp --max-pools 8")
 ddp_n=$1 ddp_s=$2 ddp_cpu=$3
@@ -79,7 +93,20 @@ echo "# cases/CPU-s: cases per CPU second of every process of the mode (DDP: all
 echo "| step | cases | wall s | cases/s | CPU s | cases/CPU-s | vs real DDP (CPU) |"
 echo "|---|---|---|---|---|---|---|"
 row "torch, in-process runtime" "$inproc_n" "$inproc_s" "$inproc_cpu"
+[ -z "${old_n:-}" ] || row "torch, in-process runtime, baseline" "$old_n" "$old_s" "$old_cpu"
 [ -z "${long_n:-}" ] || row "torch, in-process runtime, $long_n cases" "$long_n" "$long_s" "$long_cpu"
+[ -z "${old_long_n:-}" ] ||
+  row "torch, in-process runtime, baseline, $old_long_n cases" "$old_long_n" "$old_long_s" "$old_long_cpu"
 row "torch, real DDP (gloo)" "$ddp_n" "$ddp_s" "$ddp_cpu"
 row "infonce-sim C++ step (check)" "$cases" "$cpp_s" "$cpp_cpu"
+if [ -n "$baseline" ]; then
+  speedup() {  # label, new cases seconds cpu, old cases seconds cpu
+    awk -v l="$1" -v n="$2" -v s="$3" -v c="$4" -v on="$5" -v os="$6" -v oc="$7" 'BEGIN {
+      printf "# %s: %.2fx the baseline in cases/s, %.2fx in cases/CPU-s\n", l, (n / s) / (on / os), (n / c) / (on / oc) }'
+  }
+  echo "# baseline: $baseline"
+  speedup "in-process, $inproc_n cases" "$inproc_n" "$inproc_s" "$inproc_cpu" "$old_n" "$old_s" "$old_cpu"
+  [ -z "${old_long_n:-}" ] || speedup "in-process, $long_n cases" "$long_n" "$long_s" "$long_cpu" \
+    "$old_long_n" "$old_long_s" "$old_long_cpu"
+fi
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -111,7 +111,7 @@ def _list(value, key, length=None):
     return value
 
 
-_NUMBER_TYPES = (int, float)
+_NUMBER_TYPES = frozenset((int, float))
 
 
 def _rows_valid(rows, width, min_rows=1):
@@ -119,11 +119,15 @@ def _rows_valid(rows, width, min_rows=1):
 
     Exactly what the checks below accept; anything else (or an error) goes through them,
     which name the offending key."""
-    try:
-        return (type(rows) is list and len(rows) >= min_rows
-                and all(type(row) is list and len(row) == width for row in rows)
-                and all(type(x) in _NUMBER_TYPES and math.isfinite(x) for row in rows for x in row))
-    except (OverflowError, TypeError):
+    if type(rows) is not list or len(rows) < min_rows:
+        return False
+    for row in rows:
+        if type(row) is not list or len(row) != width or not _NUMBER_TYPES.issuperset(
+                map(type, row)):
+            return False
+    try:  # a sum of finite numbers that is not finite (overflow) goes the slow way
+        return math.isfinite(sum(map(sum, rows)))
+    except OverflowError:
         return False
 
 

@@ -96,26 +96,45 @@ def numpy_choice(count, negatives):
     return np.random.choice(list(range(negatives)), size=count, replace=True).tolist()
 
 
-def resize_groups(groups, settings, draws):
-    """Hard-negative resizing: keep the first H negatives, or pad with drawn rows."""
+def resize_plan(sizes, settings, draws):
+    """Hard-negative resizing of groups of these sizes, drawing padding as it goes: per
+    group None (kept as is), "truncate" (keep the first H negatives), or the rows of the
+    group to append (padding with drawn rows)."""
     hard = settings.hard_negatives
-    if hard is None:
-        return groups
     # legacy takes row j + 1 of [q, p, n_1..n_k] (may be the positive), fixed row j + 2.
     offset = 1 if settings.padding == "legacy" else 2
-    resized = []
-    for g, group in enumerate(groups):
-        negatives = group.shape[0] - 2
+    plan = []
+    for g, size in enumerate(sizes):
+        negatives = size - 2
         if negatives < 1:
             raise CaseError(f"group {g}: loss.hard_negatives needs >= 1 negative per group")
         if negatives > hard:
-            group = group[:hard + 2]
+            plan.append("truncate")
         elif negatives < hard:
-            picked = [j + offset for j in draws.take(hard - negatives, negatives)]
-            group = torch.cat([group, group[picked]], dim=0)
-        resized.append(group)
+            plan.append([j + offset for j in draws.take(hard - negatives, negatives)])
+        else:
+            plan.append(None)
     draws.check_all_used()
+    return plan
+
+
+def _resized(groups, plan, hard):
+    resized = []
+    for group, step in zip(groups, plan):
+        if step == "truncate":
+            group = group[:hard + 2]
+        elif step is not None:
+            group = torch.cat([group, group[step]], dim=0)
+        resized.append(group)
     return resized
+
+
+def resize_groups(groups, settings, draws):
+    """Hard-negative resizing: keep the first H negatives, or pad with drawn rows."""
+    if settings.hard_negatives is None:
+        return groups
+    plan = resize_plan([group.shape[0] for group in groups], settings, draws)
+    return _resized(groups, plan, settings.hard_negatives)
 
 
 def _check_rows_alive(logits):
@@ -126,12 +145,19 @@ def _check_rows_alive(logits):
 
 
 def _masked(values, mask):
-    return torch.where(mask, torch.full_like(values, -math.inf), values)
+    # (the values of torch.where(mask, -inf, values), and its gradient: 0 where masked)
+    return values.masked_fill(mask, -math.inf)
+
+
+# The batched losses index the stack with narrow/select and multiply with bmm: the views
+# and the kernel that s[:, 1:] (a full slice of dim 0, then dim 1) and matmul (expand,
+# reshape, bmm, view) reach, without their no-op steps, each an autograd node that copies.
 
 
 def local_loss_batched(s, t):
     """s: the groups stacked, [B, k+2, D]."""
-    logits = torch.matmul(s[:, 0:1], s[:, 1:].transpose(1, 2)).squeeze(1) / t
+    logits = torch.bmm(s.narrow(1, 0, 1), s.narrow(1, 1, s.shape[1] - 1).transpose(1, 2))
+    logits = logits.squeeze(1) / t
     target = torch.zeros(s.shape[0], dtype=torch.int64)
     return F.cross_entropy(logits, target)
 
@@ -147,8 +173,8 @@ def local_loss_loop(groups, t):
 def global_loss_batched(s, settings):
     """s: the groups stacked, [B, n, D], n = k + 2."""
     count, block = s.shape[0], s.shape[1] - 1
-    queries = s[:, 0]
-    docs = s[:, 1:].reshape(-1, s.shape[2])
+    queries = s.select(1, 0)
+    docs = s.narrow(1, 1, block).reshape(-1, s.shape[2])
     targets = torch.arange(count) * block
     qd = queries @ docs.T
     mask = settings.mask_fake_negative
@@ -161,7 +187,7 @@ def global_loss_batched(s, settings):
         parts.append(_masked(qq, qq > threshold) if mask else qq)
     if settings.include_dd:  # never threshold-masked
         own_target = F.one_hot(targets, docs.shape[0]).bool()
-        parts.append(_masked(s[:, 1] @ docs.T, own_target))
+        parts.append(_masked(s.select(1, 1) @ docs.T, own_target))
     # (one part: itself; cat would copy the same values and pass the gradient through)
     logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
     _check_rows_alive(logits)
@@ -195,28 +221,46 @@ def infonce_loss(sentences, labels, settings, draws, path="trainer"):
     """The loss of SPEC section 2 over one list of sentences (a rank's, or a gathered one).
 
     path: "trainer" picks batched/loop as the trainer does; "loop" forces the loop.
+
+    The batched path stacks the (resized) groups, [B, n, D]. Where each sentence row
+    reaches that stack at most twice (padding picks no row twice), the stack is taken
+    from the sentences directly, a view or one index_select, instead of B slices, the
+    resizing and a stack: the same values and layout, and the same gradient bits (the
+    batched losses slice the stack at least twice, so no element of its gradient is -0;
+    a row's gradient is then its one or two contributions plus zeros either way).
     """
     bounds = group_bounds(sentences, labels)
-    sizes = {bounds[i + 1] - bounds[i] for i in range(len(bounds) - 1)}
+    count = len(bounds) - 1
+    sizes = [bounds[i + 1] - bounds[i] for i in range(count)]
     hard = settings.hard_negatives
-    if path == "trainer" and len(sizes) == 1 and (hard is None or sizes == {hard + 2}):
-        # Every group already has the batched path's size (no resizing, no draw): the
-        # stack of the groups is the sentences themselves, [B, n, D]. Its values and
-        # layout are the stack's; so is its gradient: the batched losses take at least
-        # two slices of it (query, documents), so each element's gradient is its own
-        # plus zeros, as the groups' slices summed give.
-        if hard is not None:  # as resize_groups: recorded draws must all be used
-            draws.check_all_used()
-        s = sentences.reshape(len(bounds) - 1, sizes.pop(), sentences.shape[1])
+    trainer = path == "trainer"
+    plan = None
+    if hard is not None:
+        plan = resize_plan(sizes, settings, draws)
+    if count and trainer and (len(set(sizes)) == 1 if hard is None else all(
+            step is None or step == "truncate" or len(set(step)) == len(step) for step in plan)):
+        width = sizes[0] if hard is None else hard + 2
+        if hard is None or all(step is None for step in plan):
+            s = sentences.reshape(count, width, sentences.shape[1])
+        else:
+            rows = []
+            for i, step in enumerate(plan):
+                start = bounds[i]
+                rows.extend(range(start, start + width if step == "truncate" else bounds[i + 1]))
+                if step is not None and step != "truncate":
+                    rows.extend(start + j for j in step)
+            s = sentences.index_select(0, torch.tensor(rows, dtype=torch.int64)).reshape(
+                count, width, sentences.shape[1])
         if not settings.use_batch:
             return local_loss_batched(s, settings.temperature)
         return global_loss_batched(s, settings)
-    groups = [sentences[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-    groups = resize_groups(groups, settings, draws)
+    groups = [sentences[bounds[i]:bounds[i + 1]] for i in range(count)]
+    if plan is not None:
+        groups = _resized(groups, plan, hard)
     if not groups:
         raise CaseError("the loss's batch has zero groups")
     same_size = len({group.shape[0] for group in groups}) == 1
-    batched = path == "trainer" and (settings.hard_negatives is not None or same_size)
+    batched = trainer and (hard is not None or same_size)
     if not settings.use_batch:
         if batched:
             return local_loss_batched(torch.stack(groups, dim=0), settings.temperature)
