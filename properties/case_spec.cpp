@@ -8,13 +8,14 @@
 #include "base/rng.hpp"
 
 namespace infonce::properties {
-namespace {
 
 Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols) {
   Matrix<double> m(rows, cols);
   for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = rng.normal();
   return m;
 }
+
+namespace {
 
 // Reshapes normal rows into the adversarial style (see FeatureStyle).
 void apply_style(Rng& rng, FeatureStyle style, const std::vector<std::int32_t>& negatives,

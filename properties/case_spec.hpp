@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "casefile/case.hpp"
 
 namespace infonce::properties {
@@ -67,6 +68,9 @@ struct CaseSpec {
 Case build_case(const CaseSpec& spec);
 
 const char* name_of(FeatureStyle style);
+
+// rows x cols standard normal numbers from `rng`, in row-major order.
+Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols);
 
 // One line, e.g. "W=4 P=2 A=1 groups=[[1,2],[0,1]] F=2 D=3 ...".
 std::string describe(const CaseSpec& spec);

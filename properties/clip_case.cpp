@@ -8,12 +8,6 @@
 namespace infonce::properties {
 namespace {
 
-Matrix<double> normal_rows(Rng& rng, std::int64_t rows, std::int64_t cols) {
-  Matrix<double> m(rows, cols);
-  for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = rng.normal();
-  return m;
-}
-
 // The spec's feature style on one tower's rows, where it applies to CLIP.
 void apply_style(Rng& rng, FeatureStyle style, Matrix<double>& rows) {
   for (Eigen::Index i = 0; i < rows.rows(); ++i) {
@@ -51,7 +45,7 @@ Case build_clip_case(const CaseSpec& spec) {
   c.accumulation_steps = spec.accumulation_steps();
   c.accumulation_normalize = spec.accumulation_normalize;
   const std::int32_t features = spec.feature_dim;
-  c.weight = normal_rows(rng, spec.embedding_dim, 2 * features);
+  c.weight = normal_matrix(rng, spec.embedding_dim, 2 * features);
   ClipSettings clip;
   clip.image_features = features;
   clip.image_normalize = spec.normalize;
@@ -62,7 +56,8 @@ Case build_clip_case(const CaseSpec& spec) {
     auto& shards = clip.batches.emplace_back();
     for (const auto& groups : micro) {
       const auto pairs = static_cast<std::int64_t>(std::max<std::size_t>(groups.size(), 1));
-      ClipShardBatch shard{normal_rows(rng, pairs, features), normal_rows(rng, pairs, features)};
+      ClipShardBatch shard{normal_matrix(rng, pairs, features),
+                           normal_matrix(rng, pairs, features)};
       apply_style(rng, spec.features, shard.image);
       apply_style(rng, spec.features, shard.text);
       shards.push_back(std::move(shard));
