@@ -460,8 +460,10 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
     sent.strategy.reset();
     return sut::outside_supports(sent, copy);
   };
-  sut::Session* step = session.get();
-  options.runner = [step](const Case& c) { return properties::run_on_sut(*step, c); };
+  sut::Session* channel = session.get();
+  options.runner = [channel](const Case& c, const step::ReferenceValues& reference) {
+    return properties::run_on_sut(*channel, c, reference);
+  };
   return session;
 }
 

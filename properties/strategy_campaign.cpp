@@ -302,12 +302,10 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner) 
   step::DistributedResult distributed;
   try {
     if (runner) {
-      StepRun run = runner(c);
+      StepRun run = runner(c, reference);
       distributed = std::move(run.result);
-      if (run.padding_draws) {  // the reference pads as the step did
-        Case judged = c;
-        judged.padding_draws = std::move(run.padding_draws);
-        reference = step::compute_case_reference(judged);
+      if (run.reference) {  // the reference padded as the step did
+        reference = std::move(*run.reference);
         result.reference_zero = reference.grad.squaredNorm() == 0;
       }
     } else {

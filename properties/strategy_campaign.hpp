@@ -69,16 +69,18 @@ struct StrategyCaseResult {
   bool reference_zero = false;  // the reference gradient is exactly 0
 };
 
-// Runs a case's data-parallel step. Unset: the rank program on the fiber
-// simulator. An external SUT's runner (properties/sut_step.hpp) throws with
-// the SUT's one-line failure, a mismatch of the case.
+// Runs a case's data-parallel step, given the case's reference. Unset: the
+// rank program on the fiber simulator. An external SUT's runner
+// (properties/sut_step.hpp) throws with the SUT's one-line failure, a
+// mismatch of the case.
 struct StepRun {
   step::DistributedResult result;
-  // The padding draws the step made, [micro][dp shard] (an external SUT draws
-  // with its own generators): the reference then pads with them.
-  std::optional<loss::RecordedDraws> padding_draws;
+  // Set when the step padded with draws of its own (an external SUT's
+  // generators): the reference of the case padded with them, which the step
+  // is judged against instead.
+  std::optional<step::ReferenceValues> reference;
 };
-using StepRunner = std::function<StepRun(const Case&)>;
+using StepRunner = std::function<StepRun(const Case&, const step::ReferenceValues&)>;
 
 // Checks `c` (its strategy key set) against the prediction for its shape.
 StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner = {});

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
-#include <limits>
 #include <thread>
 #include <utility>
 
@@ -203,24 +202,18 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
   return verdict;
 }
 
-StepRun run_on_sut(sut::Session& session, const Case& c) {
+StepRun run_on_sut(sut::Session& session, const Case& c, const step::ReferenceValues& reference) {
   const sut::StepOutcome outcome = session.run(c);
   if (!outcome.result) throw StepFailure("the SUT failed: " + outcome.failure);
   StepRun run;
-  Case judged = c;
   if (c.loss.hard_negatives && outcome.result->padding_draws) {
-    run.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);
-    judged.padding_draws = run.padding_draws;
+    Case judged = c;
+    judged.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);
+    run.reference = step::compute_case_reference(judged);
+    run.result = distributed_result(*outcome.result, judged, *run.reference);
+    return run;
   }
-  // A null loss is read as the reference's where the reference's is not finite.
-  step::ReferenceValues reference;
-  try {
-    reference = step::compute_case_reference(judged);
-  } catch (const InputError&) {
-    reference.loss = std::numeric_limits<double>::quiet_NaN();
-    reference.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), reference.loss);
-  }
-  run.result = distributed_result(*outcome.result, judged, reference);
+  run.result = distributed_result(*outcome.result, c, reference);
   return run;
 }
 

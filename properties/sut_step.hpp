@@ -31,14 +31,15 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
 
 // The SUT's step of `c` read as the harness reads a step (every rank's loss
 // and flat gradient: W's entries, then the direct parameters'), with the
-// padding draws of each DP shard's first replica. Throws
+// reference of `c` padded with the draws of each DP shard's first replica
+// where the SUT drew (`reference`: the case's own). Throws
 // StepFailure with the SUT's one-line failure (a crash, a hang, a malformed
 // response, or its own error).
 class StepFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-StepRun run_on_sut(sut::Session& session, const Case& c);
+StepRun run_on_sut(sut::Session& session, const Case& c, const step::ReferenceValues& reference);
 
 class SutStep final : public ExternalStep {
  public:
