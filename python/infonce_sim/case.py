@@ -148,6 +148,31 @@ def _matrix(value, key, cols=None):
     return rows
 
 
+def _parse_format_and_mesh(obj):
+    """The format check and (W, P) of the mesh, for every loss family's case."""
+    if obj["format"] != "infonce-case/1":
+        raise CaseError("format: expected infonce-case/1")
+    _check_keys(obj["mesh"], "mesh.", ("world", "dp"))
+    world = _int(obj["mesh"]["world"], "mesh.world", 1, 4096)
+    dp = _int(obj["mesh"]["dp"], "mesh.dp", 1, world)
+    if world % dp:
+        raise CaseError(f"mesh.dp: {dp} does not divide mesh.world {world}")
+    return world, dp
+
+
+def _parse_step_keys(obj):
+    """The keys every loss family's case has: reduction, gather, compensate, strategy."""
+    from .strategy import StrategyError, parse_strategy
+    reduction = _choice(obj["reduction"], "reduction", ("mean", "sum"))
+    compensate = _bool(obj["compensate"], "compensate")
+    try:
+        strategy = parse_strategy(obj.get("strategy"), reduction, compensate)
+    except StrategyError as e:
+        raise CaseError(str(e)) from e
+    return {"reduction": reduction, "gather": _choice(obj["gather"], "gather", ("object", "tensor")),
+            "compensate": compensate, "strategy": strategy}
+
+
 def _parse_loss(obj):
     keys = ("temperature", "use_batch", "hard_negatives", "padding", "mask_fake_negative",
             "fake_neg_margin", "include_qq", "include_dd")
@@ -223,13 +248,7 @@ def parse_case(obj):
     # "found" (how a property campaign found the case) is metadata: not read here.
     _check_keys(obj, "", top, ("padding_draws", "expect", "dtype", "found", "strategy",
                                "learnable_temperature", "family"))
-    if obj["format"] != "infonce-case/1":
-        raise CaseError("format: expected infonce-case/1")
-    _check_keys(obj["mesh"], "mesh.", ("world", "dp"))
-    world = _int(obj["mesh"]["world"], "mesh.world", 1, 4096)
-    dp = _int(obj["mesh"]["dp"], "mesh.dp", 1, world)
-    if world % dp:
-        raise CaseError(f"mesh.dp: {dp} does not divide mesh.world {world}")
+    world, dp = _parse_format_and_mesh(obj)
     _check_keys(obj["encoder"], "encoder.", ("normalize", "weight"))
     weight = _matrix(obj["encoder"]["weight"], "encoder.weight")
     _check_keys(obj["accumulation"], "accumulation.", ("steps", "normalize"), ("window",))
@@ -243,19 +262,13 @@ def parse_case(obj):
             raise CaseError(f"batches[{m}]: outside accumulation.window: must be empty")
     _check_keys(obj["rng"], "rng.", ("mode", "seed"))
     _int(obj["rng"]["seed"], "rng.seed", 0, 2**64 - 1)
-    reduction = _choice(obj["reduction"], "reduction", ("mean", "sum"))
-    compensate = _bool(obj["compensate"], "compensate")
-    from .strategy import StrategyError, parse_strategy
-    try:
-        strategy = parse_strategy(obj.get("strategy"), reduction, compensate)
-    except StrategyError as e:
-        raise CaseError(str(e)) from e
+    step = _parse_step_keys(obj)
     return Case(
         world=world,
         dp=dp,
-        reduction=reduction,
-        gather=_choice(obj["gather"], "gather", ("object", "tensor")),
-        compensate=compensate,
+        reduction=step["reduction"],
+        gather=step["gather"],
+        compensate=step["compensate"],
         loss=_parse_loss(obj["loss"]),
         normalize=_bool(obj["encoder"]["normalize"], "encoder.normalize"),
         weight=weight,
@@ -268,7 +281,7 @@ def parse_case(obj):
         expect=_parse_expect(obj.get("expect"), len(weight), len(weight[0])),
         dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),
         empty_tail_steps=steps - window,
-        strategy=strategy,
+        strategy=step["strategy"],
         learnable_temperature=_bool(obj.get("learnable_temperature", False),
                                     "learnable_temperature"))
 

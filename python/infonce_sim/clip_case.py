@@ -8,8 +8,8 @@ the optional logit bias and the paired batches `[A][P] {"image": n x F_image,
 
 import dataclasses
 
-from .case import CaseError, _bool, _check_keys, _choice, _int, _list, _matrix, _number
-from .strategy import StrategyError, parse_strategy
+from .case import (CaseError, _bool, _check_keys, _choice, _int, _list, _matrix, _number,
+                   _parse_format_and_mesh, _parse_step_keys)
 
 
 @dataclasses.dataclass
@@ -76,13 +76,7 @@ def parse_clip_case(obj) -> ClipCase:
     top = ("format", "family", "mesh", "reduction", "gather", "compensate", "clip",
            "accumulation")
     _check_keys(obj, "", top, ("dtype", "strategy", "expect", "found"))
-    if obj["format"] != "infonce-case/1":
-        raise CaseError("format: expected infonce-case/1")
-    _check_keys(obj["mesh"], "mesh.", ("world", "dp"))
-    world = _int(obj["mesh"]["world"], "mesh.world", 1, 4096)
-    dp = _int(obj["mesh"]["dp"], "mesh.dp", 1, world)
-    if world % dp:
-        raise CaseError(f"mesh.dp: {dp} does not divide mesh.world {world}")
+    world, dp = _parse_format_and_mesh(obj)
     clip = obj["clip"]
     _check_keys(clip, "clip.", ("image_tower", "text_tower", "log_logit_scale", "logit_bias",
                                 "batches"))
@@ -94,18 +88,13 @@ def parse_clip_case(obj) -> ClipCase:
     bias = clip["logit_bias"]
     _check_keys(obj["accumulation"], "accumulation.", ("steps", "normalize"))
     steps = _int(obj["accumulation"]["steps"], "accumulation.steps", 1, 1024)
-    reduction = _choice(obj["reduction"], "reduction", ("mean", "sum"))
-    compensate = _bool(obj["compensate"], "compensate")
-    try:
-        strategy = parse_strategy(obj.get("strategy"), reduction, compensate)
-    except StrategyError as e:
-        raise CaseError(str(e)) from e
+    step = _parse_step_keys(obj)
     return ClipCase(
         world=world,
         dp=dp,
-        reduction=reduction,
-        gather=_choice(obj["gather"], "gather", ("object", "tensor")),
-        compensate=compensate,
+        reduction=step["reduction"],
+        gather=step["gather"],
+        compensate=step["compensate"],
         image_normalize=image_normalize,
         image_weight=image_weight,
         text_normalize=text_normalize,
@@ -117,4 +106,4 @@ def parse_clip_case(obj) -> ClipCase:
         steps=steps,
         ga_normalize=_bool(obj["accumulation"]["normalize"], "accumulation.normalize"),
         dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),
-        strategy=strategy)
+        strategy=step["strategy"])

@@ -77,6 +77,20 @@ def _agree_on_failure(failed):
     yield  # noqa: unreachable - makes this a generator for `yield from`
 
 
+def wrap_and_seed(module, case, world_rank, group):
+    """The rank's replica under DistributedDataParallel (the default group, the world: a
+    mean over W ranks; a sum over the DP group `group` under a summing reduction), and the
+    rank's generators seeded (`synced` or `per-rank`)."""
+    model = DistributedDataParallel(module)
+    if case.reduction == "sum":
+        model.register_comm_hook(group, _sum_over_dp_group)
+    seed = seed_value(case, world_rank)
+    np.random.seed(seed % 2**32)
+    torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    return model
+
+
 def rank_step(adapter, case, world_rank, group_cache, replays_draws):
     """One data-parallel step on this rank under DDP; returns its report."""
     from . import families
@@ -89,13 +103,7 @@ def rank_step(adapter, case, world_rank, group_cache, replays_draws):
     module = torch.nn.Linear(len(case.weight[0]), len(case.weight), bias=False).to(dtype)
     with torch.no_grad():
         module.weight.copy_(torch.tensor(case.weight, dtype=dtype))
-    model = DistributedDataParallel(module)  # default group = world: mean over W ranks
-    if case.reduction == "sum":
-        model.register_comm_hook(group, _sum_over_dp_group)
-    seed = seed_value(case, world_rank)
-    np.random.seed(seed % 2**32)
-    torch.default_generator.manual_seed(seed)
-    random.seed(seed)
+    model = wrap_and_seed(module, case, world_rank, group)
     ctx = RankContext(case, world_rank, model, group, replays_draws)
     ctx.sync_context = lambda last: model.no_sync() if not last else _null()
     reported = drive(rank_program(adapter, ctx, agree_on_failure=_agree_on_failure), _fulfil)

@@ -31,7 +31,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from .rank import Collective, RankContext, StepFailed, _check_loss, drive, seed_value
+from .rank import Collective, RankContext, StepFailed, drive, micro_step_loop
 from .spec import NORMALIZE_EPS, torch_dtype
 
 
@@ -163,40 +163,9 @@ def family_rank_program(adapter, ctx, agree_on_failure=None, backward=None):
     """rank.py's rank_program for these cases (same arguments): forward, the adapter's loss,
     backward of loss / A plus the zero tie (backward(micro, scalar): the runtime runs it
     later; without it the program does), reported values summed."""
-    case = ctx.case
-    divisor = case.steps if case.ga_normalize else 1
-    generator = is_generator(adapter, case)
-    reported = 0.0
-    for micro in range(case.steps):
-        ctx.micro = micro
-        last = micro == case.steps - 1
-        with ctx.sync_context(last):
-            error = None
-            loss = value = None
-            try:
-                loss = yield from ctx.family_loss(adapter, generator)
-                loss, value = loss if isinstance(loss, tuple) else (loss, loss)
-                _check_loss(loss)
-                _check_loss(value)
-            except Exception as e:  # noqa: BLE001 - reported as the step's error
-                if agree_on_failure is None:
-                    raise
-                error = e
-            if agree_on_failure is not None:
-                failed = yield from agree_on_failure(error is not None)
-                if error is not None:
-                    raise error
-                if failed:
-                    raise StepFailed("another rank failed")
-            if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
-                loss, value = loss / divisor, value.detach() / divisor
-            signal = loss + ctx.zero_tie()
-            if backward is not None:
-                backward(micro, signal)
-            else:
-                signal.backward()
-            reported += float(value.detach())
-    return reported
+    generator = is_generator(adapter, ctx.case)
+    return (yield from micro_step_loop(ctx, lambda micro: ctx.family_loss(adapter, generator),
+                                       agree_on_failure, backward, tie=ctx.zero_tie))
 
 
 def torch_autograd_gather(tensor, group):
@@ -369,13 +338,7 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
 
 def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
     """ddp.rank_step for these cases: the replica under DistributedDataParallel."""
-    import random
-
-    import numpy as np
-    from torch.nn.parallel import DistributedDataParallel
-
-    from .ddp import PoolError, _agree_on_failure, _fulfil, _null, _sum_over_dp_group, \
-        dp_groups_for
+    from .ddp import PoolError, _agree_on_failure, _fulfil, _null, dp_groups_for, wrap_and_seed
 
     dtype = torch_dtype(case)
     replica = world_rank % case.replicas
@@ -393,13 +356,7 @@ def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
         if case.learnable_temperature:
             module.inverse_temperature = inverse_temperature_parameter(case, dtype)
             direct = {"inverse_temperature": module.inverse_temperature}
-    model = DistributedDataParallel(module)  # default group = world: mean over W ranks
-    if case.reduction == "sum":
-        model.register_comm_hook(group, _sum_over_dp_group)
-    seed = seed_value(case, world_rank)
-    np.random.seed(seed % 2**32)
-    torch.default_generator.manual_seed(seed)
-    random.seed(seed)
+    model = wrap_and_seed(module, case, world_rank, group)
     context = ClipContext if case.family == "clip" else FamilyContext
     ctx = context(case, world_rank, model, group, replays_draws, None, encoders, direct)
     ctx.sync_context = lambda last: model.no_sync() if not last else _null()

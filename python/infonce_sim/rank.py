@@ -113,24 +113,36 @@ def rank_program(adapter, ctx, agree_on_failure=None, backward=None, generator=N
     micro-step order); without it the program calls scalar.backward() itself.
     generator: is_generator_adapter(adapter), when the caller knows it.
     """
-    case = ctx.case
-    divisor = case.steps if case.ga_normalize else 1
     if generator is None:
         generator = is_generator_adapter(adapter)
+
+    def micro_loss(micro):
+        x, labels = ctx.inputs(micro)
+        embeddings = ctx.encode(x)
+        if generator:
+            return (yield from adapter.loss(ctx, embeddings, labels))
+        return adapter.loss(ctx, embeddings, labels)
+
+    return (yield from micro_step_loop(ctx, micro_loss, agree_on_failure, backward))
+
+
+def micro_step_loop(ctx, micro_loss, agree_on_failure=None, backward=None, tie=None):
+    """The micro-step loop every rank program shares (rank_program, families.py): for each
+    micro-step, micro_loss(micro) (a generator returning the loss, or the pair
+    (backpropagated, reported)), the failure agreement, GA's 1 / A, the backward of the
+    loss (plus tie(), a zero that ties every parameter into the graph, where given), and
+    the reported values summed. Arguments as rank_program's."""
+    case = ctx.case
+    divisor = case.steps if case.ga_normalize else 1
     reported = 0.0
     for micro in range(case.steps):
         ctx.micro = micro
         last = micro == case.steps - 1
         with ctx.sync_context(last):
-            x, labels = ctx.inputs(micro)
-            embeddings = ctx.encode(x)
             error = None
             loss = value = None
             try:
-                if generator:
-                    loss = yield from adapter.loss(ctx, embeddings, labels)
-                else:
-                    loss = adapter.loss(ctx, embeddings, labels)
+                loss = yield from micro_loss(micro)
                 # (signal, value): backpropagate the first, report the second
                 loss, value = loss if isinstance(loss, tuple) else (loss, loss)
                 _check_loss(loss)
@@ -147,10 +159,11 @@ def rank_program(adapter, ctx, agree_on_failure=None, backward=None, generator=N
                     raise StepFailed("another rank failed")
             if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
                 loss, value = loss / divisor, value.detach() / divisor
+            signal = loss if tie is None else loss + tie()
             if backward is not None:
-                backward(micro, loss)
+                backward(micro, signal)
             else:
-                loss.backward()
+                signal.backward()
             reported += float(value.detach())
     return reported
 

@@ -106,6 +106,15 @@ def outside_supports(case, supports):
          "mask_fake_negative"),
         (not case.loss.include_qq or supports.get("include_qq", False), "include_qq"),
         (not case.loss.include_dd or supports.get("include_dd", False), "include_dd"),
+        *_step_checks(case, supports),
+        (case.rng_mode in supports.get("rng_modes", ["synced"]), "rng.mode"),
+    ]
+    return _first_outside(checks)
+
+
+def _step_checks(case, supports):
+    """The (ok, key) checks of the axes every loss family's case has."""
+    return [
         (case.reduction in supports.get("reductions", ["mean"]), "reduction"),
         (case.gather in supports.get("gathers", ["object"]), "gather"),
         (case.dtype in supports.get("dtypes", ["float64"]), "dtype"),
@@ -114,9 +123,7 @@ def outside_supports(case, supports):
         (case.compensate or supports.get("compensate_false", False), "compensate"),
         (case.ga_normalize in supports.get("accumulation_normalize", [True]),
          "accumulation.normalize"),
-        (case.rng_mode in supports.get("rng_modes", ["synced"]), "rng.mode"),
     ]
-    return _first_outside(checks)
 
 
 def _first_outside(checks):
@@ -130,14 +137,7 @@ def _clip_outside_supports(case, supports):
     checks = [
         ("clip" in supports.get("families", ["infonce"]), "family"),
         (case.logit_bias is None or supports.get("logit_bias", False), "clip.logit_bias"),
-        (case.reduction in supports.get("reductions", ["mean"]), "reduction"),
-        (case.gather in supports.get("gathers", ["object"]), "gather"),
-        (case.dtype in supports.get("dtypes", ["float64"]), "dtype"),
-        (case.world <= supports.get("max_world", 1), "mesh.world"),
-        (case.replicas <= supports.get("max_replicas", 1), "mesh (replicas)"),
-        (case.compensate or supports.get("compensate_false", False), "compensate"),
-        (case.ga_normalize in supports.get("accumulation_normalize", [True]),
-         "accumulation.normalize"),
+        *_step_checks(case, supports),
     ]
     return _first_outside(checks)
 
