@@ -114,6 +114,8 @@ loss::ShardBatch shard_batch(Rng& rng, const std::vector<std::int32_t>& negative
   return batch;
 }
 
+}  // namespace
+
 const char* name_of(Reduction r) {
   return r == Reduction::mean ? "mean" : "sum";
 }
@@ -123,8 +125,6 @@ const char* name_of(GatherPath g) {
 const char* name_of(ScalarType s) {
   return s == ScalarType::float64 ? "f64" : "f32";
 }
-
-}  // namespace
 
 const char* name_of(FeatureStyle style) {
   switch (style) {

@@ -68,6 +68,10 @@ struct CaseSpec {
 Case build_case(const CaseSpec& spec);
 
 const char* name_of(FeatureStyle style);
+// The short names describe() gives the case's settings ("mean", "object", "f64").
+const char* name_of(Reduction r);
+const char* name_of(GatherPath g);
+const char* name_of(ScalarType s);
 
 // rows x cols standard normal numbers from `rng`, in row-major order.
 Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols);

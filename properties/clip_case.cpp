@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "base/rng.hpp"
 
@@ -66,6 +67,26 @@ Case build_clip_case(const CaseSpec& spec) {
   c.clip = std::move(clip);
   validate_case(c);
   return c;
+}
+
+std::string describe_clip(const CaseSpec& spec) {
+  std::ostringstream out;
+  out << "W=" << spec.world << " P=" << spec.dp << " A=" << spec.accumulation_steps()
+      << (spec.accumulation_normalize ? "" : "(unnormalized)") << " pairs=[";
+  for (std::size_t m = 0; m < spec.negatives.size(); ++m) {
+    out << (m ? "," : "") << "[";
+    for (std::size_t d = 0; d < spec.negatives[m].size(); ++d) {
+      out << (d ? "," : "") << std::max<std::size_t>(spec.negatives[m][d].size(), 1);
+    }
+    out << "]";
+  }
+  out << "] F=" << spec.feature_dim << " D=" << spec.embedding_dim
+      << " normalize=" << spec.normalize << "/" << (spec.normalize && !spec.include_dd)
+      << " T=" << spec.temperature << " bias=" << spec.include_qq
+      << " reduction=" << name_of(spec.reduction) << " gather=" << name_of(spec.gather)
+      << " scalar=" << name_of(spec.scalar) << " data_seed=" << spec.data_seed
+      << " features=" << name_of(spec.features);
+  return out.str();
 }
 
 }  // namespace infonce::properties

@@ -15,11 +15,17 @@
 // per-rank generators, recorded draws, the accumulation window) are ignored.
 #pragma once
 
+#include <string>
+
 #include "casefile/case.hpp"
 #include "properties/case_spec.hpp"
 
 namespace infonce::properties {
 
 Case build_clip_case(const CaseSpec& spec);
+
+// One line with only what the CLIP case reads from the spec, e.g.
+// "W=2 P=2 A=1 pairs=[[1,1]] F=2 D=2 normalize=1/1 T=0.1 bias=0 ...".
+std::string describe_clip(const CaseSpec& spec);
 
 }  // namespace infonce::properties

@@ -8,13 +8,8 @@
 namespace infonce::properties {
 namespace {
 
-const char* name_of(Reduction r) {
-  return r == Reduction::mean ? "mean" : "sum";
-}
-const char* name_of(GatherPath g) {
-  return g == GatherPath::object ? "object" : "tensor";
-}
-const char* name_of(ScalarType s) {
+// The handshake's dtype names (describe()'s are "f64" and "f32").
+const char* dtype_name(ScalarType s) {
   return s == ScalarType::float64 ? "float64" : "float32";
 }
 const char* name_of(bool b) {
@@ -78,7 +73,7 @@ std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLi
   if (!r.include_dd) axes.push_back("include_dd: false only");
   if (r.reduction) axes.push_back(std::string("reduction: ") + name_of(*r.reduction) + " only");
   if (r.gather) axes.push_back(std::string("gather: ") + name_of(*r.gather) + " only");
-  if (r.scalar) axes.push_back(std::string("scalar: ") + name_of(*r.scalar) + " only");
+  if (r.scalar) axes.push_back(std::string("scalar: ") + dtype_name(*r.scalar) + " only");
   if (!r.compensate_false) axes.push_back("compensate: true only (the SUT runs only its own fix)");
   if (!r.partial_window) {
     axes.push_back("accumulation.window: full windows only (not in extension_keys)");
