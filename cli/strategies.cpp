@@ -3,9 +3,10 @@
 // that reproduces its evidence, then the named configurations of real
 // projects (step/field_configurations.*) on their points. Optionally the same
 // as JSON (stable key order) and the matrix as an SVG (docs/strategies.svg).
-// The predictions are a function of P and W alone; each wrong encoder cell
-// also gets a shrunk case of the strategy campaign at its point (seed 1, its
-// own P and W), which --cases-dir writes as a case file for `replay`.
+// The predictions are a function of P and W alone; each wrong cell also gets
+// a shrunk case of the strategy campaign at its point (seed 1, its own P and
+// W) in each loss family, InfoNCE and CLIP, which --cases-dir writes as a case
+// file for `replay`.
 #include <unistd.h>
 #include <cstdio>
 #include <filesystem>
@@ -43,9 +44,6 @@ constexpr ParameterGroup kGroups[] = {ParameterGroup::encoders, ParameterGroup::
 // not depend on P beyond that.
 constexpr std::string_view kPredictionCheck =
     "build/tests/test_step --gtest_filter='StrategyPredictions.*'";
-constexpr std::string_view kNoDirectInRankProgram =
-    "predicted, and checked by brute force; the rank program has no parameter that enters the "
-    "loss directly yet";
 // The witnesses' campaign: seed 1, the default distribution.
 constexpr std::uint64_t kWitnessSeed = 1;
 constexpr std::int64_t kCampaignCases = 1000;
@@ -79,55 +77,83 @@ const MutantRun* mutant_run(const Strategy& strategy) {
   return nullptr;
 }
 
-// "autograd/local/scale-P/mean" -> "autograd-local-scale-P-mean.json"
-std::string witness_file_name(const Strategy& strategy) {
+using properties::FamilyChoice;
+
+// The loss families a cell's witnesses come from, in the order shown.
+constexpr FamilyChoice kFamilies[] = {FamilyChoice::infonce, FamilyChoice::clip};
+
+std::string_view family_key(FamilyChoice family) {
+  return family == FamilyChoice::clip ? "clip" : "infonce";
+}
+
+// "autograd/local/scale-P/mean" -> "autograd-local-scale-P-mean.json" (the
+// InfoNCE encoders'), "...-mean-direct.json", "...-mean-clip.json",
+// "...-mean-clip-direct.json".
+std::string witness_file_name(const Strategy& strategy, FamilyChoice family, ParameterGroup group) {
   std::string name = name_of(strategy);
   std::replace(name.begin(), name.end(), '/', '-');
+  if (family == FamilyChoice::clip) name += "-clip";
+  if (group == ParameterGroup::direct) name += "-direct";
   return name + ".json";
 }
 
-// Each wrong point's shrunk case (in all_strategies() order), and where
-// its case file was written (--cases-dir), if it was.
+// Each wrong cell's shrunk case per family ([group][family][point], points
+// in all_strategies() order), and where the case files were written
+// (--cases-dir), if they were.
 struct Witnesses {
-  std::vector<std::optional<properties::StrategyWitness>> found;
+  using PerPoint = std::vector<std::optional<properties::StrategyWitness>>;
+  std::array<std::array<PerPoint, 2>, 2> found;
   std::optional<fs::path> dir;
 };
 
 // The verdict of a cell's shrunk case: the cell's own where the matrix
 // calls it wrong, no single ratio where it is correct with equal batches
 // only (the case then has unequal ones); none for a plainly correct cell.
-std::optional<step::Verdict> witness_verdict(const Strategy& strategy,
+std::optional<step::Verdict> witness_verdict(const Strategy& strategy, ParameterGroup group,
                                              const step::StepShape& shape) {
-  const Prediction p = step::predict(strategy, ParameterGroup::encoders, shape);
+  const Prediction p = step::predict(strategy, group, shape);
   if (p.verdict != step::Verdict::correct) return p.verdict;
   if (p.depends_on_equal_batches) return step::Verdict::no_single_ratio;
   return std::nullopt;
+}
+
+std::optional<properties::StrategyWitness> find_witness(const Strategy& strategy,
+                                                        FamilyChoice family, ParameterGroup group,
+                                                        const step::StepShape& shape) {
+  const std::optional<step::Verdict> verdict = witness_verdict(strategy, group, shape);
+  if (!verdict) return std::nullopt;
+  properties::StrategyWitnessOptions options;
+  options.verdict = verdict;
+  options.point = strategy;
+  options.seed = kWitnessSeed;
+  options.family = family;
+  options.group = group;
+  return properties::find_strategy_witness(options);
 }
 
 Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::path>& dir) {
   Witnesses w;
   w.dir = dir;
   if (dir) fs::create_directories(*dir);  // checked writable by parse_options
-  for (const Strategy& strategy : step::all_strategies()) {
-    const std::optional<step::Verdict> verdict = witness_verdict(strategy, shape);
-    if (!verdict) {
-      w.found.emplace_back();
-      continue;
-    }
-    properties::StrategyWitnessOptions options;
-    options.verdict = verdict;
-    options.point = strategy;
-    options.seed = kWitnessSeed;
-    w.found.push_back(properties::find_strategy_witness(options));
-    if (dir && w.found.back()) {
-      write_case_file(w.found.back()->shrunk_case, *dir / witness_file_name(strategy));
+  for (const ParameterGroup group : kGroups) {
+    for (const FamilyChoice family : kFamilies) {
+      auto& found = w.found[static_cast<std::size_t>(group)][family == FamilyChoice::clip];
+      for (const Strategy& strategy : step::all_strategies()) {
+        found.push_back(find_witness(strategy, family, group, shape));
+        if (dir && found.back()) {
+          write_case_file(found.back()->shrunk_case,
+                          *dir / witness_file_name(strategy, family, group));
+        }
+      }
     }
   }
   return w;
 }
 
-const properties::StrategyWitness* witness_of(const Witnesses& w, const Strategy& strategy) {
-  const auto& found = w.found[properties::strategy_index(strategy)];
+const properties::StrategyWitness* witness_of(const Witnesses& w, const Strategy& strategy,
+                                              FamilyChoice family, ParameterGroup group) {
+  const auto& found = w.found[static_cast<std::size_t>(group)][family == FamilyChoice::clip]
+                             [properties::strategy_index(strategy)];
   return found ? &*found : nullptr;
 }
 
@@ -137,9 +163,9 @@ std::string check_command(const Strategy& strategy) {
 }
 
 std::string witness_text(const properties::StrategyWitness& w) {
-  return "shrunk: " + properties::describe(w.shrunk) + " (case " + std::to_string(w.index) +
-         ", " + std::to_string(w.shrink_steps) + " shrink steps): predicted " +
-         describe(w.result.prediction) + ", observed " + w.result.detail;
+  return "shrunk: " + w.shrunk_text + " (case " + std::to_string(w.index) + ", " +
+         std::to_string(w.shrink_steps) + " shrink steps): predicted " + describe(w.predicted) +
+         ", observed " + w.observed;
 }
 
 struct Cell {
@@ -147,8 +173,8 @@ struct Cell {
   Prediction unequal;  // the same point with unequal per-shard batches
   std::string reproduce;
   std::string note;
-  bool in_rank_program = false;
-  const properties::StrategyWitness* witness = nullptr;
+  // The cell's shrunk case in each family (kFamilies order), where it is wrong.
+  std::array<const properties::StrategyWitness*, 2> witnesses{};
 };
 
 Cell cell_of(const Strategy& strategy, ParameterGroup group, const step::StepShape& shape,
@@ -158,17 +184,14 @@ Cell cell_of(const Strategy& strategy, ParameterGroup group, const step::StepSha
   step::StepShape unequal = shape;
   unequal.equal_batches = shape.dp == 1;  // one shard cannot differ from itself
   cell.unequal = step::predict(strategy, group, unequal);
-  if (group == ParameterGroup::direct) {
-    cell.reproduce = kPredictionCheck;
-    cell.note = kNoDirectInRankProgram;
-    return cell;
-  }
   cell.reproduce = check_command(strategy);
-  cell.in_rank_program = true;
-  cell.witness = witness_of(witnesses, strategy);
-  cell.note = "the rank program at this point: every case as predicted for its own P, W, and "
-              "correct with a gather";
-  if (cell.witness) cell.note = witness_text(*cell.witness);
+  for (std::size_t f = 0; f < std::size(kFamilies); ++f) {
+    cell.witnesses[f] = witness_of(witnesses, strategy, kFamilies[f], group);
+  }
+  cell.note =
+      "the rank program at this point: every case as predicted for its own P, W, and "
+      "correct with a gather";
+  if (cell.witnesses[0]) cell.note = witness_text(*cell.witnesses[0]);
   return cell;
 }
 
@@ -258,23 +281,35 @@ void print_matrix(std::ostream& out, const step::StepShape& shape) {
 void print_reproduce(std::ostream& out, const step::StepShape& shape, const Witnesses& witnesses) {
   out << "\nreproduce:\n"
       << "  every cell's prediction, by brute force: " << kPredictionCheck << '\n'
-      << "  the encoders, through the rank program at each point (the strategy campaign draws "
-         "its own P, W; each wrong point's first visibly wrong case, shrunk):\n";
+      << "  both groups, through the rank program at each point (the strategy campaign draws "
+         "its own P, W and both loss families; each wrong cell's first visibly wrong case per "
+         "family, shrunk):\n";
   for (const Strategy& strategy : step::all_strategies()) {
-    const Cell cell = cell_of(strategy, ParameterGroup::encoders, shape, witnesses);
-    out << "    " << name_of(strategy) << ": " << cell.reproduce << "\n      " << cell.note
-        << '\n';
-    if (cell.witness && witnesses.dir) {
-      out << "      replay: infonce-sim replay "
-          << (*witnesses.dir / witness_file_name(strategy)).string() << '\n';
+    out << "    " << name_of(strategy) << ": " << check_command(strategy) << '\n';
+    for (const ParameterGroup group : kGroups) {
+      const Cell cell = cell_of(strategy, group, shape, witnesses);
+      for (std::size_t f = 0; f < std::size(kFamilies); ++f) {
+        const properties::StrategyWitness* w = cell.witnesses[f];
+        if (w == nullptr) continue;
+        out << "      " << name_of(group) << ", " << family_key(kFamilies[f]) << ": "
+            << witness_text(*w) << '\n';
+        if (witnesses.dir) {
+          out << "      replay: infonce-sim replay "
+              << (*witnesses.dir / witness_file_name(strategy, kFamilies[f], group)).string()
+              << '\n';
+        }
+      }
+      if (cell.witnesses == decltype(cell.witnesses){}) {
+        out << "      " << name_of(group) << ": " << cell.note << '\n';
+      }
     }
     if (const MutantRun* run = mutant_run(strategy)) {
       out << "      also: infonce-sim check --cases 1000 --no-corpus --mutant " << run->mutant
           << " (" << run->note << ": the main campaign fails, shrunk)\n";
     }
   }
-  if (!witnesses.dir) out << "  (--cases-dir DIR writes each shrunk case for `infonce-sim replay`)\n";
-  out << "  direct parameters: " << kNoDirectInRankProgram << '\n';
+  if (!witnesses.dir)
+    out << "  (--cases-dir DIR writes each shrunk case for `infonce-sim replay`)\n";
 }
 
 std::string direct_text(const step::FieldConfiguration& c, const step::StepShape& shape) {
@@ -313,20 +348,20 @@ OutputJson witness_json(const properties::StrategyWitness& w) {
   out["seed"] = kWitnessSeed;
   out["case_index"] = w.index;
   out["shrink_steps"] = w.shrink_steps;
-  out["original"] = properties::describe(w.original);
-  out["shrunk"] = properties::describe(w.shrunk);
-  out["predicted"] = describe(w.result.prediction);
-  out["observed"] = w.result.detail;
+  out["original"] = w.original_text;
+  out["shrunk"] = w.shrunk_text;
+  out["predicted"] = describe(w.predicted);
+  out["observed"] = w.observed;
   return out;
 }
 
 OutputJson cell_json(const Cell& cell) {
   OutputJson out = prediction_json(cell.prediction);
   out["with_unequal_batches"] = describe(cell.unequal);
-  out["in_rank_program"] = cell.in_rank_program;
   out["reproduce"] = cell.reproduce;
   out["note"] = cell.note;
-  out["witness"] = cell.witness ? witness_json(*cell.witness) : OutputJson();
+  out["witness"] = cell.witnesses[0] ? witness_json(*cell.witnesses[0]) : OutputJson();
+  out["clip_witness"] = cell.witnesses[1] ? witness_json(*cell.witnesses[1]) : OutputJson();
   return out;
 }
 
@@ -371,10 +406,10 @@ OutputJson matrix_document(const step::StepShape& shape, const Witnesses& witnes
 
 // ---- SVG ------------------------------------------------------------------
 
-constexpr int kSvgWidth = 1060;
+constexpr int kSvgWidth = 1260;
 constexpr int kMargin = 20;
 constexpr int kPointWidth = 300;
-constexpr int kCellWidth = 360;
+constexpr int kCellWidth = 460;
 constexpr int kRowHeight = 22;
 constexpr int kTop = 74;
 constexpr const char* kFont = "DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -391,18 +426,28 @@ const char* fill_of(const Prediction& p) {
   return "#ffffff";
 }
 
+// A shrunk case's mesh: "W=2 P=2 A=1", the first three words of its
+// description.
+std::string mesh_of(const properties::StrategyWitness& w) {
+  std::size_t end = 0;
+  for (int word = 0; word < 3 && end != std::string::npos; ++word) {
+    end = w.shrunk_text.find(' ', end + (word > 0 ? 1 : 0));
+  }
+  return w.shrunk_text.substr(0, end);
+}
+
 void draw_cell(properties::SvgCanvas& svg, double x, double y, const Cell& cell) {
-  const std::string border = cell.in_rank_program ? R"(stroke="#1b1b1b" stroke-width="2")"
-                                                  : R"(stroke="#ffffff" stroke-width="1")";
-  svg.rect(x, y, kCellWidth, kRowHeight, fill_of(cell.prediction), border,
-           cell.reproduce + " (" + cell.note + ")");
+  svg.rect(x, y, kCellWidth, kRowHeight, fill_of(cell.prediction),
+           R"(stroke="#1b1b1b" stroke-width="2")", cell.reproduce + " (" + cell.note + ")");
   svg.text(x + 8, y + 15, describe(cell.prediction), 12);
-  // The shrunk case's mesh: "W=2 P=2 A=1", the start of its description.
-  if (cell.witness) {
-    const std::string shrunk = properties::describe(cell.witness->shrunk);
-    const std::size_t mesh_end = shrunk.find(" negatives=");
-    svg.text(x + kCellWidth - 6, y + 15, "shrunk " + shrunk.substr(0, mesh_end), 10,
-             R"(text-anchor="end" fill="#37474f")");
+  std::string shrunk;
+  for (std::size_t f = 0; f < std::size(kFamilies); ++f) {
+    if (cell.witnesses[f] == nullptr) continue;
+    shrunk += (shrunk.empty() ? "shrunk " : " · ") + std::string(f == 0 ? "" : "clip ") +
+              mesh_of(*cell.witnesses[f]);
+  }
+  if (!shrunk.empty()) {
+    svg.text(x + kCellWidth - 6, y + 15, shrunk, 10, R"(text-anchor="end" fill="#37474f")");
   }
 }
 
@@ -418,16 +463,16 @@ void draw_legend(properties::SvgCanvas& svg, double y) {
   }
   svg.rect(kMargin, y, 14, 14, "#ffffff", R"(stroke="#1b1b1b" stroke-width="2")");
   svg.text(kMargin + 22, y + 12,
-           "runs through the rank program (infonce-sim check --strategies POINT); the direct "
-           "parameters are predicted",
+           "every cell runs through the rank program in both loss families (infonce-sim check "
+           "--strategies POINT)",
            12);
   svg.text(kMargin, y + 38,
            "[equal batches]: holds only when every shard has the same number of queries.", 11);
   svg.text(kMargin, y + 54,
            "Every prediction is checked by brute force (tests/step/strategy_test.cpp).", 11);
   svg.text(kMargin, y + 70,
-           "shrunk: the mesh of the cell's case shrunk by RapidCheck (infonce-sim strategies "
-           "--cases-dir DIR writes it for replay).",
+           "shrunk: the mesh of the cell's InfoNCE and CLIP cases shrunk by RapidCheck "
+           "(infonce-sim strategies --cases-dir DIR writes them for replay).",
            11);
 }
 

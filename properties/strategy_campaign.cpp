@@ -127,6 +127,8 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
                   StrategyCaseResult& result) {
   result.direct_prediction =
       step::predict(result.strategy, step::ParameterGroup::direct, result.shape);
+  const auto weights = static_cast<std::size_t>(c.weight.size());
+  result.direct_values = {flat.at(weights), reference.direct_grad.at(0)};
   if (result.direct_prediction.verdict == step::Verdict::no_single_ratio) {
     result.direct = DirectObservation::one_number;
     return;
@@ -143,7 +145,7 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
   }
   result.direct = DirectObservation::confirmed;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const double value = flat.at(static_cast<std::size_t>(c.weight.size()) + i);
+    const double value = flat.at(weights + i);
     const double ref = reference.direct_grad.at(i);
     const double scale = std::max(std::abs(ref), reference.direct_magnitude.at(i));
     const double allowance = 16.0 * unit_roundoff(c.scalar) * cancelled[i];
@@ -452,8 +454,9 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
         ++cell.mismatched;
         if (!cell.first_mismatch_index) {
           cell.first_mismatch_index = index;
-          cell.first_mismatch = "case " + std::to_string(index) + " (" + (c.clip ? "clip " : "") +
-                                describe(spec) + "): " + r.detail;
+          cell.first_mismatch = "case " + std::to_string(index) + " (" +
+                                (c.clip ? "clip " + describe_clip(spec) : describe(spec)) +
+                                "): " + r.detail;
         }
         break;
     }
@@ -463,12 +466,11 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
 
 namespace {
 
-// A case at a wrong point whose gradient visibly is not the reference's: the
-// prediction holds (r x the reference with r != 1 and a nonzero reference,
-// or no multiple of it at all).
-bool visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& options) {
+// A case at a wrong point whose encoders' gradient visibly is not the
+// reference's: the prediction holds (r x the reference with r != 1 and a
+// nonzero reference, or no multiple of it at all).
+bool encoders_visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& options) {
   if (r.observation != StrategyObservation::confirmed) return false;
-  if (options.with_gather && !r.shape.use_batch) return false;
   if (options.verdict && r.prediction.verdict != *options.verdict) return false;
   switch (r.prediction.verdict) {
     case step::Verdict::correct:
@@ -479,6 +481,73 @@ bool visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& op
       return true;
   }
   return false;
+}
+
+// How far a direct gradient must be from r x the reference's, relative to
+// it, to count as another ratio: far above any tolerance (float32 included).
+constexpr double kDirectWitnessMargin = 1e-3;
+
+// The ratio the point gives the direct group with equal batches, where one
+// exists: what a one-number "no single ratio" witness must differ from.
+std::optional<double> equal_batches_direct_ratio(const StrategyCaseResult& r) {
+  step::StepShape equal = r.shape;
+  equal.equal_batches = true;
+  const step::Prediction p = step::predict(r.strategy, step::ParameterGroup::direct, equal);
+  if (p.verdict == step::Verdict::no_single_ratio) return std::nullopt;
+  return p.ratio;
+}
+
+// The same for the direct group (the first direct parameter): the predicted
+// r != 1 confirmed on a nonzero reference; or, predicted no single ratio, a
+// ratio other than the one equal batches give.
+bool direct_visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& options) {
+  if (r.observation == StrategyObservation::discarded ||
+      r.observation == StrategyObservation::near_tie ||
+      r.observation == StrategyObservation::mismatch || !r.direct_values) {
+    return false;
+  }
+  if (options.verdict && r.direct_prediction.verdict != *options.verdict) return false;
+  const auto [value, reference] = *r.direct_values;
+  if (reference == 0) return false;
+  switch (r.direct_prediction.verdict) {
+    case step::Verdict::correct:
+      return false;
+    case step::Verdict::ratio:
+      return r.direct == DirectObservation::confirmed && r.direct_prediction.ratio != 1;
+    case step::Verdict::no_single_ratio: {
+      const std::optional<double> equal = equal_batches_direct_ratio(r);
+      return equal &&
+             std::abs(value - *equal * reference) > kDirectWitnessMargin * std::abs(reference);
+    }
+  }
+  return false;
+}
+
+bool visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& options) {
+  if (options.with_gather && !r.shape.use_batch) return false;
+  return options.group == step::ParameterGroup::encoders ? encoders_visibly_wrong(r, options)
+                                                         : direct_visibly_wrong(r, options);
+}
+
+// The witness's prediction and observation for its group, one line each.
+void describe_witness(const StrategyWitnessOptions& options, StrategyWitness& w) {
+  const StrategyCaseResult& r = w.result;
+  const bool clip = options.family == FamilyChoice::clip;
+  w.original_text = clip ? describe_clip(w.original) : describe(w.original);
+  w.shrunk_text = clip ? describe_clip(w.shrunk) : describe(w.shrunk);
+  if (options.group == step::ParameterGroup::encoders) {
+    w.predicted = r.prediction;
+    w.observed = r.detail;
+    return;
+  }
+  w.predicted = r.direct_prediction;
+  const auto [value, reference] = *r.direct_values;
+  const std::string name = direct_parameter_names(w.shrunk_case).front();
+  w.observed = name + ": ratio " + number(value / reference) + " (step " + number(value) +
+               ", reference " + number(reference) + ")";
+  if (r.direct_prediction.verdict == step::Verdict::no_single_ratio) {
+    w.observed += ", not the equal-batch ratio " + number(*equal_batches_direct_ratio(r));
+  }
 }
 
 StrategyCaseResult check_spec(CaseSpec spec, const StrategyDraw& draw, CaseSpec& judged, Case& c) {
@@ -501,7 +570,8 @@ std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOption
     StrategyCampaignOptions family;
     family.families = options.family;
     StrategyDraw draw = strategy_draw(options.seed, index, options.point, &family);
-    draw.learnable_temperature = false;  // the witness shows the encoders
+    // A learnable 1/T only where the witness shows the direct group.
+    draw.learnable_temperature = options.group == step::ParameterGroup::direct;
     rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
     StrategyWitness witness;
     witness.index = index;
@@ -530,6 +600,7 @@ std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOption
         break;
       }
     }
+    describe_witness(options, witness);
     return witness;
   }
   return std::nullopt;

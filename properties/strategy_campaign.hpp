@@ -62,6 +62,14 @@ struct StrategyCaseResult {
   step::Prediction prediction;         // the encoders'
   step::Prediction direct_prediction;  // the direct parameters' (when the case has them)
   DirectObservation direct = DirectObservation::absent;
+  // The direct group's first parameter (1/T, or CLIP's log logit scale) as
+  // the step and the reference give it: set when the case has one and its
+  // step ran (a one_number case included).
+  struct DirectValues {
+    double step = 0;
+    double reference = 0;
+  };
+  std::optional<DirectValues> direct_values;
   StrategyObservation observation = StrategyObservation::discarded;
   std::string detail;  // one line
   // no_counterexample: a zero reference, D x F = 1, or a DP shard without a group
@@ -154,13 +162,22 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
 // Throws InputError naming the choices for anything else.
 std::optional<step::Strategy> parse_strategy_choice(const std::string& text);
 
-// A shrunk case that shows a wrong point wrong: the step's gradient visibly
-// not the reference's, as predicted (r x it with r != 1, or no multiple).
+// A shrunk case that shows a wrong point wrong for one parameter group: the
+// group's gradient visibly not the reference's, as predicted (r x it with
+// r != 1, or no multiple). The direct group is one number, which is always
+// some multiple of the reference's: its "no single ratio" witness (a local
+// loss with unequal batches) is a case whose ratio is not the one the same
+// point gives with equal batches.
 struct StrategyWitness {
   std::int64_t index = 0;     // the campaign case (seed, index) it was shrunk from
   CaseSpec original, shrunk;  // as run (negatives made equal where drawn)
   Case shrunk_case;           // its case file carries the "strategy" key
   StrategyCaseResult result;  // of the shrunk case
+  // The original and the shrunk case in one line each, as their family reads
+  // the spec (describe, or describe_clip).
+  std::string original_text, shrunk_text;
+  step::Prediction predicted;  // the group's, for the shrunk case's shape
+  std::string observed;        // one line: what the shrunk case's step gave
   std::int32_t shrink_steps = 0;
 };
 
@@ -171,11 +188,14 @@ struct StrategyWitnessOptions {
   std::int64_t max_cases = 200;                 // cases tried before giving up (a limit)
   std::int32_t max_shrink_evaluations = 2000;   // RapidCheck shrink candidates judged
   FamilyChoice family = FamilyChoice::infonce;  // infonce or clip
+  // The group shown wrong. direct: an InfoNCE case gets a learnable 1/T.
+  step::ParameterGroup group = step::ParameterGroup::encoders;
   // Only cases with the gather (use_batch), as the strategy matrix assumes:
   // without one the scope and the gather do not apply.
   bool with_gather = true;
-  // Only cases whose own prediction has this verdict (a no-single-ratio
-  // cell's witness is a counterexample, not a ratio at another P).
+  // Only cases whose own prediction for the group has this verdict (a
+  // no-single-ratio cell's witness is a counterexample, not a ratio at
+  // another P).
   std::optional<step::Verdict> verdict;
 };
 

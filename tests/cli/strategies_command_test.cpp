@@ -1,10 +1,11 @@
 // `infonce-sim strategies` through the binary: the matrix's values at the
 // default shape (P = 4, W = 8; expected values derived by hand from the
 // table in docs/strategies.md, not from the code), the JSON document, the
-// reproduce commands of the encoder cells (each strategy campaign is run and
-// must pass: every case as predicted), each wrong cell's shrunk case (its
-// case file, replayed, must fail gradient-matches-reference), bad input
-// (exit 2, one line), and the SVG
+// reproduce commands of the cells (each strategy campaign is run and must
+// pass: every case as predicted, both parameter groups), each wrong cell's
+// shrunk case in each loss family (its case file, replayed, must fail
+// gradient-matches-reference, on the direct parameters for a direct cell),
+// bad input (exit 2, one line), and the SVG
 // against docs/strategies.svg. That comparison is a regression baseline, not
 // an independent check: the committed file was made by this command
 // (`build/infonce-sim strategies --svg docs/strategies.svg`); when the
@@ -117,7 +118,6 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   const ordered_json& encoders = first["cells"]["encoders"];
   EXPECT_EQ(encoders["verdict"], "ratio");
   EXPECT_DOUBLE_EQ(encoders["ratio"].get<double>(), 1.0 / 3.0);
-  EXPECT_EQ(encoders["in_rank_program"], true);
   EXPECT_EQ(encoders["reproduce"],
             "infonce-sim check --strategies detached-own-live/global/scale-1/mean --seed 1 "
             "--cases 1000");
@@ -127,10 +127,30 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_TRUE(witness["shrunk"].get<std::string>().starts_with("W=2 P=2 A=1 ")) << witness;
   EXPECT_EQ(witness["predicted"], "ratio 0.5");
   EXPECT_TRUE(witness["observed"].get<std::string>().starts_with("ratio 0.5 ")) << witness;
+  // And the CLIP loss's, described as CLIP reads the spec (pairs per shard).
+  const ordered_json& clip = encoders["clip_witness"];
+  EXPECT_TRUE(clip["shrunk"].get<std::string>().starts_with("W=2 P=2 A=1 pairs=")) << clip;
+  EXPECT_EQ(clip["predicted"], "ratio 0.5");
+  EXPECT_TRUE(clip["observed"].get<std::string>().starts_with("ratio 0.5 ")) << clip;
+  // Without a scale the direct parameters are right: no witness.
   const ordered_json& direct = first["cells"]["direct"];
   EXPECT_EQ(direct["verdict"], "correct");
-  EXPECT_EQ(direct["in_rank_program"], false);
-  EXPECT_NE(direct["note"].get<std::string>().find("predicted"), std::string::npos);
+  EXPECT_EQ(direct["reproduce"], encoders["reproduce"]);
+  EXPECT_TRUE(direct["witness"].is_null());
+  EXPECT_TRUE(direct["clip_witness"].is_null());
+  // The seed's fix scales the backward by P, which is right for the encoders
+  // and P x for 1/T and CLIP's logit scale (docs/strategies.md): its direct
+  // witnesses show 2 at P = 2.
+  const ordered_json& fix = doc["matrix"][2]["cells"]["direct"];
+  EXPECT_EQ(fix["verdict"], "ratio");
+  EXPECT_EQ(fix["ratio"], 3.0);
+  EXPECT_EQ(fix["witness"]["predicted"], "ratio 2");
+  EXPECT_TRUE(
+      fix["witness"]["observed"].get<std::string>().starts_with("inverse_temperature: ratio 2 "))
+      << fix["witness"];
+  EXPECT_TRUE(
+      fix["clip_witness"]["observed"].get<std::string>().starts_with("log_logit_scale: ratio 2 "))
+      << fix["clip_witness"];
   // A dropped-terms cell: no ratio, its cause, not an equal-batches verdict.
   const ordered_json& dropped = doc["matrix"][18]["cells"]["encoders"];
   EXPECT_EQ(doc["matrix"][18]["strategy"], "detached/local/scale-1/mean");
@@ -138,7 +158,6 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_TRUE(dropped["ratio"].is_null());
   EXPECT_EQ(dropped["cause"], "dropped terms");
   EXPECT_EQ(dropped["equal_batches_only"], false);
-  EXPECT_EQ(dropped["in_rank_program"], true);
   // Its shrunk case is a counterexample: no multiple of the reference.
   EXPECT_EQ(dropped["witness"]["predicted"], "no single ratio (dropped terms)");
   EXPECT_TRUE(dropped["witness"]["observed"].get<std::string>().starts_with("best ratio "))
@@ -151,6 +170,13 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_EQ(local["with_unequal_batches"], "no single ratio (unequal batches)");
   // Correct with equal batches only: its shrunk case has unequal ones.
   EXPECT_EQ(local["witness"]["predicted"], "no single ratio (unequal batches)");
+  // The direct group is one number: its witness is a ratio other than the
+  // equal-batch 1.
+  const ordered_json& local_direct = doc["matrix"][30]["cells"]["direct"];
+  EXPECT_EQ(local_direct["witness"]["predicted"], "no single ratio (unequal batches)");
+  EXPECT_TRUE(local_direct["witness"]["observed"].get<std::string>().ends_with(
+      ", not the equal-batch ratio 1"))
+      << local_direct["witness"];
   // A plainly correct cell has none: the seed's fix.
   EXPECT_EQ(doc["matrix"][2]["strategy"], "detached-own-live/global/scale-P/mean");
   EXPECT_TRUE(doc["matrix"][2]["cells"]["encoders"]["witness"].is_null());
@@ -168,15 +194,16 @@ TEST(StrategiesCommand, JsonBytesAreTheSameOnEveryRun) {
   EXPECT_EQ(read_file(a), read_file(b));
 }
 
-// Every encoder cell's strategy campaign passes: each case at that point is
-// as predicted for its own P and W.
+// Every cell's strategy campaign passes: each case at that point is as
+// predicted for its own P and W, for both parameter groups (a point's two
+// cells share the campaign).
 TEST(StrategiesCommand, TheRankProgramReproduceCommandsPass) {
   const ordered_json doc = strategies_json({}, "strategies-reproduce");
   int run = 0;
   for (const ordered_json& point : doc["matrix"]) {
     for (const auto& [group, cell] : point["cells"].items()) {
-      EXPECT_EQ(cell["in_rank_program"].get<bool>(), group == "encoders") << point["strategy"];
-      if (!cell["in_rank_program"].get<bool>()) continue;
+      EXPECT_EQ(cell["reproduce"], point["cells"]["encoders"]["reproduce"]) << point["strategy"];
+      if (group != "encoders") continue;
       std::istringstream words(cell["reproduce"].get<std::string>());
       std::string word;
       words >> word;
@@ -196,13 +223,15 @@ TEST(StrategiesCommand, TheRankProgramReproduceCommandsPass) {
 }
 
 // Every wrong cell (and every cell correct with equal batches only) has a
-// shrunk case; --cases-dir writes it, and `replay` of the file fails
-// gradient-matches-reference: the step's gradient is not the full batch's.
+// shrunk case in each loss family; --cases-dir writes it, and `replay` of the
+// file fails gradient-matches-reference: the step's gradient is not the full
+// batch's (a direct cell's: on the direct parameters).
 TEST(StrategiesCommand, EveryWrongCellsShrunkCaseReplaysAsAFailure) {
   const fs::path dir = fresh_work_dir("strategies-witnesses") / "cases";
   const CliResult listed = run_infonce_sim({"strategies", "--cases-dir", dir.string()});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   int replayed = 0;
+  int direct = 0;
   for (const std::string& line : lines_of(listed.out)) {
     const std::string prefix = "      replay: infonce-sim replay ";
     if (!line.starts_with(prefix)) continue;
@@ -210,13 +239,21 @@ TEST(StrategiesCommand, EveryWrongCellsShrunkCaseReplaysAsAFailure) {
     ASSERT_TRUE(fs::exists(file)) << file;
     const CliResult result = run_infonce_sim({"replay", file});
     EXPECT_EQ(result.exit_code, 1) << file << "\n" << result.out << result.err;
-    EXPECT_NE(result.out.find("gradient-matches-reference: "), std::string::npos)
-        << file << "\n" << result.out;
+    EXPECT_NE(result.out.find("gradient-matches-reference: "), std::string::npos) << file << "\n"
+                                                                                  << result.out;
+    if (file.ends_with("-direct.json")) {
+      EXPECT_NE(result.out.find("direct parameters ("), std::string::npos) << file << "\n"
+                                                                           << result.out;
+      ++direct;
+    }
     ++replayed;
   }
-  // 36 points less the three plainly correct ones (docs/strategies.md).
-  EXPECT_EQ(replayed, 33);
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 33);
+  // Per group and family, 36 points less the three plainly correct ones
+  // (docs/strategies.md): the encoders' seed's fix, unscaled sum and autograd
+  // global mean; the direct group's three unscaled global means.
+  EXPECT_EQ(replayed, 4 * 33);
+  EXPECT_EQ(direct, 2 * 33);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 4 * 33);
 }
 
 TEST(StrategiesCommand, TheSvgIsTheCommittedDocsPicture) {

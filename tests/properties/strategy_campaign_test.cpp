@@ -250,5 +250,53 @@ TEST(StrategyCampaign, AWrongPointsWitnessIsShrunkAndACorrectPointHasNone) {
   EXPECT_FALSE(find_strategy_witness(options).has_value());
 }
 
+// The direct group's witnesses (hand derivation, docs/strategies.md): under
+// the seed's fix (a detached gather with the own slot live, a global loss,
+// the backward scaled by P) a parameter that enters the loss directly
+// already has its full gradient on every rank, so the scale leaves it at P x
+// the full-batch one: 2 at the smallest mesh, W = P = 2, in both families.
+TEST(StrategyCampaign, TheSeedsFixHasADirectWitnessAtTwiceTheReferenceInBothFamilies) {
+  for (const FamilyChoice family : {FamilyChoice::infonce, FamilyChoice::clip}) {
+    StrategyWitnessOptions options;
+    options.point = {step::GatherKind::detached_own_live, step::LossScope::global,
+                     step::BackwardScale::dp_shards, Reduction::mean};
+    options.group = step::ParameterGroup::direct;
+    options.family = family;
+    options.verdict = step::Verdict::ratio;
+    const std::optional<StrategyWitness> w = find_strategy_witness(options);
+    ASSERT_TRUE(w.has_value());
+    EXPECT_EQ(w->shrunk.world, 2);
+    EXPECT_EQ(w->shrunk.dp, 2);
+    ASSERT_TRUE(w->result.direct_values.has_value());
+    const auto [value, reference] = *w->result.direct_values;
+    EXPECT_NE(reference, 0.0);
+    EXPECT_NEAR(value / reference, 2.0, 1e-12);
+    EXPECT_EQ(w->predicted.verdict, step::Verdict::ratio);
+    EXPECT_EQ(w->predicted.ratio, 2.0);
+    EXPECT_EQ(w->shrunk_case.clip.has_value(), family == FamilyChoice::clip);
+    EXPECT_EQ(w->shrunk_case.learnable_temperature, family == FamilyChoice::infonce);
+    // The encoders are right at that point: the case shows the direct group.
+    EXPECT_EQ(w->result.prediction.verdict, step::Verdict::correct);
+    EXPECT_EQ(w->result.observation, StrategyObservation::confirmed);
+  }
+}
+
+// A local loss over an autograd gather is right for 1/T with equal batches
+// only; with unequal ones the witness's ratio is not 1.
+TEST(StrategyCampaign, AnEqualBatchesOnlyDirectCellsWitnessHasAnotherRatio) {
+  StrategyWitnessOptions options;
+  options.point = {step::GatherKind::autograd, step::LossScope::local, step::BackwardScale::none,
+                   Reduction::mean};
+  options.group = step::ParameterGroup::direct;
+  options.verdict = step::Verdict::no_single_ratio;
+  const std::optional<StrategyWitness> w = find_strategy_witness(options);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_FALSE(w->result.shape.equal_batches);
+  ASSERT_TRUE(w->result.direct_values.has_value());
+  const auto [value, reference] = *w->result.direct_values;
+  EXPECT_GT(std::abs(value / reference - 1.0), 1e-3);
+  EXPECT_TRUE(w->observed.ends_with(", not the equal-batch ratio 1")) << w->observed;
+}
+
 }  // namespace
 }  // namespace infonce::properties
