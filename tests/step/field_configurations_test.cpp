@@ -4,7 +4,8 @@
 // states for it. The expected verdicts are read from the doc's own words
 // ("ratio 1/P", "correct, equal batches", "no single ratio (dropped terms)",
 // ...) at P = W = 4 (pure data parallelism, the projects' default), and at
-// W = 8 for the cells whose phrase names W. An unknown phrase fails.
+// W = 8 for the cells whose phrase names W. An unknown phrase fails. The
+// README's shorter table of the same rows is held to the same.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "step/field_configurations.hpp"
 #include "base/concat.hpp"
+#include "step/field_configurations.hpp"
 
 namespace infonce::step {
 namespace {
@@ -25,6 +26,16 @@ struct DocRow {
   std::string source;              // the source cell, "same file" resolved to the row above
 };
 
+// Where a table's cells are: docs/field.md's, or the README's.
+struct TableLayout {
+  std::string file;     // under the source directory
+  std::string section;  // the heading the table is under ("" for the whole file)
+  std::size_t columns, source, point, encoders, direct, mark;
+};
+
+const TableLayout kFieldDoc{"docs/field.md", "", 8, 1, 4, 5, 6, 7};
+const TableLayout kReadme{"README.md", "## Gather strategies and real projects", 6, 2, 3, 4, 5, 0};
+
 std::string trimmed(const std::string& text) {
   const auto first = text.find_first_not_of(' ');
   if (first == std::string::npos) return "";
@@ -32,23 +43,28 @@ std::string trimmed(const std::string& text) {
 }
 
 // The numbered rows of the configuration table, by number.
-std::map<int, DocRow> read_doc_rows() {
-  const std::string path = std::string(INFONCE_SOURCE_DIR) + "/docs/field.md";
+std::map<int, DocRow> read_doc_rows(const TableLayout& layout = kFieldDoc) {
+  const std::string path = std::string(INFONCE_SOURCE_DIR) + "/" + layout.file;
   std::ifstream in(path);
   EXPECT_TRUE(in) << "cannot read " << path;
   std::map<int, DocRow> rows;
   std::string line;
   std::string previous_source;
+  bool in_section = layout.section.empty();
   while (std::getline(in, line)) {
+    if (!layout.section.empty() && line.starts_with("## ")) in_section = line == layout.section;
+    if (!in_section) continue;
     if (line.size() < 4 || line[0] != '|' || line[2] < '0' || line[2] > '9') continue;
     DocRow row;
     std::istringstream parts(line.substr(1));
     std::string cell;
     while (std::getline(parts, cell, '|')) row.cells.push_back(trimmed(cell));
-    EXPECT_EQ(row.cells.size(), 8u) << line;
-    if (row.cells.size() != 8) continue;
-    const bool same_file = row.cells[1].find("same file") != std::string::npos;
-    row.source = same_file ? previous_source : row.cells[1];
+    EXPECT_EQ(row.cells.size(), layout.columns) << line;
+    if (row.cells.size() != layout.columns) continue;
+    const std::string& source = row.cells[layout.source];
+    const bool same_file =
+        source.find("same file") != std::string::npos || source.starts_with("[same]");
+    row.source = same_file ? previous_source : source;
     previous_source = row.source;
     rows[std::stoi(row.cells[0])] = row;
   }
@@ -112,15 +128,15 @@ void expect_same(const Prediction& expected, const Prediction& actual, const std
   EXPECT_EQ(expected.depends_on_equal_batches, actual.depends_on_equal_batches) << where;
 }
 
-TEST(FieldConfigurations, TheDocListsEveryRegistryRowWithItsPointSourceAndDagger) {
-  const auto rows = read_doc_rows();
-  ASSERT_EQ(rows.size(), field_configurations().size());
+void expect_every_registry_row(const TableLayout& layout) {
+  const auto rows = read_doc_rows(layout);
+  ASSERT_EQ(rows.size(), field_configurations().size()) << layout.file;
   ASSERT_EQ(rows.size(), 17u);
   for (const FieldConfiguration& c : field_configurations()) {
     ASSERT_TRUE(rows.contains(c.row)) << "row " << c.row;
     const DocRow& row = rows.at(c.row);
-    const std::string where = "docs/field.md row " + std::to_string(c.row);
-    EXPECT_EQ(row.cells[4], concat("`", name_of(c.strategy), "`")) << where;
+    const std::string where = layout.file + " row " + std::to_string(c.row);
+    EXPECT_EQ(row.cells[layout.point], concat("`", name_of(c.strategy), "`")) << where;
     const std::string source(c.source);
     const std::string file = source.substr(0, source.find(' '));
     EXPECT_NE(row.source.find(file), std::string::npos) << where << ": " << file;
@@ -131,21 +147,30 @@ TEST(FieldConfigurations, TheDocListsEveryRegistryRowWithItsPointSourceAndDagger
     }
     const std::string name(c.project.substr(c.project.find('/') + 1));
     EXPECT_NE(row.source.find(name), std::string::npos) << where << ": " << name;
-    EXPECT_EQ(row.cells[7].find("†") != std::string::npos, c.unconfirmed) << where;
+    EXPECT_EQ(row.cells[layout.mark].find("†") != std::string::npos, c.unconfirmed) << where;
   }
 }
 
-TEST(FieldConfigurations, EachPointPredictsTheVerdictsTheDocStates) {
-  const auto rows = read_doc_rows();
+TEST(FieldConfigurations, TheDocListsEveryRegistryRowWithItsPointSourceAndDagger) {
+  expect_every_registry_row(kFieldDoc);
+}
+
+TEST(FieldConfigurations, TheReadmeTableListsEveryRegistryRowWithItsPointSourceAndDagger) {
+  expect_every_registry_row(kReadme);
+}
+
+void expect_stated_verdicts(const TableLayout& layout) {
+  const auto rows = read_doc_rows(layout);
   int checked = 0;
   for (const FieldConfiguration& c : field_configurations()) {
     ASSERT_TRUE(rows.contains(c.row)) << "row " << c.row;
     const DocRow& row = rows.at(c.row);
     for (const int world : {4, 8}) {
       const StepShape shape{.dp = 4, .world = world};
-      const std::string where = "row " + std::to_string(c.row) + ", W = " + std::to_string(world);
-      const std::string encoders = without_bold(row.cells[5]);
-      const std::string direct = direct_phrase(row.cells[6]);
+      const std::string where =
+          layout.file + " row " + std::to_string(c.row) + ", W = " + std::to_string(world);
+      const std::string encoders = without_bold(row.cells[layout.encoders]);
+      const std::string direct = direct_phrase(row.cells[layout.direct]);
       // The doc speaks of W != P only where a phrase names W; elsewhere W = P.
       if (world == 4 || encoders.find("W/P") != std::string::npos) {
         const auto expected = expected_from(encoders, world / 4.0);
@@ -165,7 +190,15 @@ TEST(FieldConfigurations, EachPointPredictsTheVerdictsTheDocStates) {
   }
   // 17 rows x 2 groups at W = P; at W = 2P tevatron's two cells and
   // pytorch-metric-learning's two direct cells.
-  EXPECT_EQ(checked, 2 * 17 + 4);
+  EXPECT_EQ(checked, 2 * 17 + 4) << layout.file;
+}
+
+TEST(FieldConfigurations, EachPointPredictsTheVerdictsTheDocStates) {
+  expect_stated_verdicts(kFieldDoc);
+}
+
+TEST(FieldConfigurations, EachPointPredictsTheVerdictsTheReadmeStates) {
+  expect_stated_verdicts(kReadme);
 }
 
 // The registry's own invariants: numbered 1..n in order, distinct rows.
