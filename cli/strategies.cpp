@@ -426,16 +426,6 @@ const char* fill_of(const Prediction& p) {
   return "#ffffff";
 }
 
-// A shrunk case's mesh: "W=2 P=2 A=1", the first three words of its
-// description.
-std::string mesh_of(const properties::StrategyWitness& w) {
-  std::size_t end = 0;
-  for (int word = 0; word < 3 && end != std::string::npos; ++word) {
-    end = w.shrunk_text.find(' ', end + (word > 0 ? 1 : 0));
-  }
-  return w.shrunk_text.substr(0, end);
-}
-
 void draw_cell(properties::SvgCanvas& svg, double x, double y, const Cell& cell) {
   svg.rect(x, y, kCellWidth, kRowHeight, fill_of(cell.prediction),
            R"(stroke="#1b1b1b" stroke-width="2")", cell.reproduce + " (" + cell.note + ")");
@@ -444,7 +434,7 @@ void draw_cell(properties::SvgCanvas& svg, double x, double y, const Cell& cell)
   for (std::size_t f = 0; f < std::size(kFamilies); ++f) {
     if (cell.witnesses[f] == nullptr) continue;
     shrunk += (shrunk.empty() ? "shrunk " : " · ") + std::string(f == 0 ? "" : "clip ") +
-              mesh_of(*cell.witnesses[f]);
+              properties::describe_mesh(cell.witnesses[f]->shrunk);
   }
   if (!shrunk.empty()) {
     svg.text(x + kCellWidth - 6, y + 15, shrunk, 10, R"(text-anchor="end" fill="#37474f")");

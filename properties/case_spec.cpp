@@ -184,10 +184,15 @@ Case build_case(const CaseSpec& spec) {
   return c;
 }
 
+std::string describe_mesh(const CaseSpec& spec) {
+  return "W=" + std::to_string(spec.world) + " P=" + std::to_string(spec.dp) +
+         " A=" + std::to_string(spec.accumulation_steps()) +
+         (spec.accumulation_normalize ? "" : "(unnormalized)");
+}
+
 std::string describe(const CaseSpec& spec) {
   std::ostringstream out;
-  out << "W=" << spec.world << " P=" << spec.dp << " A=" << spec.accumulation_steps()
-      << (spec.accumulation_normalize ? "" : "(unnormalized)") << " negatives=[";
+  out << describe_mesh(spec) << " negatives=[";
   for (std::size_t m = 0; m < spec.negatives.size(); ++m) {
     out << (m ? "," : "") << "[";
     for (std::size_t d = 0; d < spec.negatives[m].size(); ++d) {

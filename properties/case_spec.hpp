@@ -76,6 +76,9 @@ const char* name_of(ScalarType s);
 // rows x cols standard normal numbers from `rng`, in row-major order.
 Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols);
 
+// The mesh and the accumulation, e.g. "W=4 P=2 A=1" ("A=2(unnormalized)").
+std::string describe_mesh(const CaseSpec& spec);
+
 // One line, e.g. "W=4 P=2 A=1 groups=[[1,2],[0,1]] F=2 D=3 ...".
 std::string describe(const CaseSpec& spec);
 

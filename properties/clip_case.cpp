@@ -71,8 +71,7 @@ Case build_clip_case(const CaseSpec& spec) {
 
 std::string describe_clip(const CaseSpec& spec) {
   std::ostringstream out;
-  out << "W=" << spec.world << " P=" << spec.dp << " A=" << spec.accumulation_steps()
-      << (spec.accumulation_normalize ? "" : "(unnormalized)") << " pairs=[";
+  out << describe_mesh(spec) << " pairs=[";
   for (std::size_t m = 0; m < spec.negatives.size(); ++m) {
     out << (m ? "," : "") << "[";
     for (std::size_t d = 0; d < spec.negatives[m].size(); ++d) {
