@@ -158,7 +158,9 @@ def micro_step_loop(ctx, micro_loss, agree_on_failure=None, backward=None, tie=N
                 if failed:
                     raise StepFailed("another rank failed")
             if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
-                loss, value = loss / divisor, value.detach() / divisor
+                scaled = loss / divisor  # reported: the same quotient, once (no second div)
+                value = scaled.detach() if value is loss else value.detach() / divisor
+                loss = scaled
             signal = loss if tie is None else loss + tie()
             if backward is not None:
                 backward(micro, signal)
