@@ -569,12 +569,16 @@ class World:
 def _linear(rows: int, features: int, dtype: torch.dtype) -> torch.nn.Linear:
     """nn.Linear(features, rows, bias=False) of `dtype`, its weight uninitialised.
 
-    The caller copies the case's weight in: built on the meta device first, the module
-    skips nn.Linear's Kaiming initialisation (a draw from torch's global generator, whose
-    values would be overwritten; no rank observes that generator before its own state is
-    loaded, RandomStates.enter) and the dtype conversion's copy."""
-    module = torch.nn.Linear(features, rows, bias=False, device="meta", dtype=dtype)
+    The caller copies the case's weight in, so nn.Linear's own __init__ (its Kaiming
+    initialisation, a draw from torch's global generator whose values would be
+    overwritten; no rank observes that generator before its own state is loaded,
+    RandomStates.enter) is skipped: the module gets what that __init__ sets, an empty
+    weight of the shape and dtype, and no bias."""
+    module = torch.nn.Linear.__new__(torch.nn.Linear)
+    torch.nn.Module.__init__(module)
+    module.in_features, module.out_features = features, rows
     module.weight = torch.nn.Parameter(torch.empty((rows, features), dtype=dtype))
+    module.register_parameter("bias", None)
     return module
 
 
