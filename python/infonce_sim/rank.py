@@ -17,6 +17,7 @@ import inspect
 
 import torch
 import torch.nn.functional as F
+import torch.nn.modules.module as _module
 
 from .spec import NORMALIZE_EPS, DrawStream, numpy_choice, shard_inputs, torch_dtype
 
@@ -69,7 +70,17 @@ class RankContext:
         return self._inputs[key]
 
     def encode(self, x):
-        e = self.model(x)
+        model = self.model
+        # The in-process replica: what model(x) would run (Module.__call__'s path without
+        # hooks, then Linear.forward), without that Python layer; a DDP wrapper, a module
+        # with a hook or a bias goes through model(x).
+        if type(model) is torch.nn.Linear and model.bias is None and not (
+                model._forward_hooks or model._forward_pre_hooks or model._backward_hooks
+                or _module._global_forward_hooks or _module._global_forward_pre_hooks
+                or _module._global_backward_hooks):
+            e = F.linear(x, model.weight)
+        else:
+            e = model(x)
         return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if self.case.normalize else e
 
     def padding_stream(self):
