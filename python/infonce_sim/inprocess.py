@@ -556,8 +556,7 @@ class World:
                 key = (world_rank, rows, features, weight.dtype)
                 module = self.models.get(key)
                 if module is None:
-                    module = self.models[key] = torch.nn.Linear(features, rows,
-                                                                bias=False).to(weight.dtype)
+                    module = self.models[key] = _linear(rows, features, weight.dtype)
                 module.weight.copy_(weight)
                 module.weight.grad = None
                 modules.append(module)
@@ -565,6 +564,22 @@ class World:
 
     def dp_group(self, case, replica):
         return self.group([replica + i * case.replicas for i in range(case.dp)])
+
+
+def _linear(rows: int, features: int, dtype: torch.dtype) -> torch.nn.Linear:
+    """nn.Linear(features, rows, bias=False) of `dtype`, its weight uninitialised.
+
+    The caller copies the case's weight in, so nn.Linear's own __init__ (its Kaiming
+    initialisation, a draw from torch's global generator whose values would be
+    overwritten; no rank observes that generator before its own state is loaded,
+    RandomStates.enter) is skipped: the module gets what that __init__ sets, an empty
+    weight of the shape and dtype, and no bias."""
+    module = torch.nn.Linear.__new__(torch.nn.Linear)
+    torch.nn.Module.__init__(module)
+    module.in_features, module.out_features = features, rows
+    module.weight = torch.nn.Parameter(torch.empty((rows, features), dtype=dtype))
+    module.register_parameter("bias", None)
+    return module
 
 
 def _deliver(request, result):

@@ -17,6 +17,7 @@ import inspect
 
 import torch
 import torch.nn.functional as F
+import torch.nn.modules.module as _module
 
 from .spec import NORMALIZE_EPS, DrawStream, numpy_choice, shard_inputs, torch_dtype
 
@@ -69,7 +70,17 @@ class RankContext:
         return self._inputs[key]
 
     def encode(self, x):
-        e = self.model(x)
+        model = self.model
+        # The in-process replica: what model(x) would run (Module.__call__'s path without
+        # hooks, then Linear.forward), without that Python layer; a DDP wrapper, a module
+        # with a hook or a bias goes through model(x).
+        if type(model) is torch.nn.Linear and model.bias is None and not (
+                model._forward_hooks or model._forward_pre_hooks or model._backward_hooks
+                or _module._global_forward_hooks or _module._global_forward_pre_hooks
+                or _module._global_backward_hooks):
+            e = F.linear(x, model.weight)
+        else:
+            e = model(x)
         return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if self.case.normalize else e
 
     def padding_stream(self):
@@ -158,7 +169,9 @@ def micro_step_loop(ctx, micro_loss, agree_on_failure=None, backward=None, tie=N
                 if failed:
                     raise StepFailed("another rank failed")
             if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
-                loss, value = loss / divisor, value.detach() / divisor
+                scaled = loss / divisor  # reported: the same quotient, once (no second div)
+                value = scaled.detach() if value is loss else value.detach() / divisor
+                loss = scaled
             signal = loss if tie is None else loss + tie()
             if backward is not None:
                 backward(micro, signal)

@@ -81,11 +81,16 @@ def _finite_or_none(x):
 
 
 def _matrix(t):
+    """The rows of `t` as float64 numbers, None where not finite (JSON has no inf or nan).
+
+    Checked in Python on the list, no torch op: a finite sum has no inf or nan term; a sum
+    that is not finite (or overflowed) goes element by element, which gives the same list
+    when every element is finite after all."""
     import torch
-    values = t.detach().to(torch.float64)
-    if bool(torch.isfinite(values).all()):
-        return values.tolist()
-    return [[_finite_or_none(x) for x in row] for row in values.tolist()]
+    rows = t.detach().to(torch.float64).tolist()
+    if math.isfinite(sum(map(sum, rows))):
+        return rows
+    return [[_finite_or_none(x) for x in row] for row in rows]
 
 
 def one_line(text):
