@@ -44,7 +44,8 @@ stage_suite() {
 }
 
 stage_asan() {
-  scripts/setup.sh build-asan -DINFONCE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  # No benchmarks: no test runs them, and their ASan build took ~1 CPU-minute.
+  scripts/setup.sh build-asan -DINFONCE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DINFONCE_BENCH=OFF
   # Property budgets shrink under the sanitizers (they run ~10x slower). The
   # torch-labelled tests check Python code against the CLI, which the C++
   # tests already run under the sanitizers: they run once, in the suite stage.
