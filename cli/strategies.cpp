@@ -104,6 +104,13 @@ struct Witnesses {
   using PerPoint = std::vector<std::optional<properties::StrategyWitness>>;
   std::array<std::array<PerPoint, 2>, 2> found;
   std::optional<fs::path> dir;
+
+  PerPoint& of(ParameterGroup group, FamilyChoice family) {
+    return found[static_cast<std::size_t>(group)][family == FamilyChoice::clip];
+  }
+  const PerPoint& of(ParameterGroup group, FamilyChoice family) const {
+    return found[static_cast<std::size_t>(group)][family == FamilyChoice::clip];
+  }
 };
 
 // The verdict of a cell's shrunk case: the cell's own where the matrix
@@ -137,7 +144,7 @@ Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::p
   if (dir) fs::create_directories(*dir);  // checked writable by parse_options
   for (const ParameterGroup group : kGroups) {
     for (const FamilyChoice family : kFamilies) {
-      auto& found = w.found[static_cast<std::size_t>(group)][family == FamilyChoice::clip];
+      Witnesses::PerPoint& found = w.of(group, family);
       for (const Strategy& strategy : step::all_strategies()) {
         found.push_back(find_witness(strategy, family, group, shape));
         if (dir && found.back()) {
@@ -152,8 +159,7 @@ Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::p
 
 const properties::StrategyWitness* witness_of(const Witnesses& w, const Strategy& strategy,
                                               FamilyChoice family, ParameterGroup group) {
-  const auto& found = w.found[static_cast<std::size_t>(group)][family == FamilyChoice::clip]
-                             [properties::strategy_index(strategy)];
+  const auto& found = w.of(group, family)[properties::strategy_index(strategy)];
   return found ? &*found : nullptr;
 }
 
