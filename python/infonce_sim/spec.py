@@ -175,19 +175,21 @@ def global_loss_batched(s, settings):
     count, block = s.shape[0], s.shape[1] - 1
     queries = s.select(1, 0)
     docs = s.narrow(1, 1, block).reshape(-1, s.shape[2])
-    targets = torch.arange(count) * block
-    qd = queries @ docs.T
+    targets = torch.arange(0, count * block, block)
+    qd = queries @ docs.t()
     mask = settings.mask_fake_negative
-    if mask:
-        threshold = qd[torch.arange(count), targets].detach().unsqueeze(1) + \
-            settings.fake_neg_margin
+    if mask:  # (gather on the detached qd: no autograd node for a value used as a constant)
+        threshold = qd.detach().gather(1, targets.unsqueeze(1)) + settings.fake_neg_margin
     parts = [_masked(qd, qd > threshold) if mask else qd]
     if settings.include_qq:
-        qq = _masked(queries @ queries.T, torch.eye(count, dtype=torch.bool))
-        parts.append(_masked(qq, qq > threshold) if mask else qq)
+        # One masked_fill of both masks: the values and gradient of masking the diagonal,
+        # then what is above the threshold (-inf on the diagonal is not above it).
+        qq = queries @ queries.t()
+        own_query = torch.eye(count, dtype=torch.bool)
+        parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
     if settings.include_dd:  # never threshold-masked
-        own_target = F.one_hot(targets, docs.shape[0]).bool()
-        parts.append(_masked(s.select(1, 1) @ docs.T, own_target))
+        own_target = torch.arange(docs.shape[0]) == targets.unsqueeze(1)
+        parts.append(_masked(s.select(1, 1) @ docs.t(), own_target))
     # (one part: itself; cat would copy the same values and pass the gradient through)
     logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
     _check_rows_alive(logits)
