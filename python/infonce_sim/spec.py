@@ -209,19 +209,24 @@ def global_loss_batched(rows, n, settings):
 
 def global_loss_loop(groups, settings):
     docs = torch.cat([group[1:] for group in groups], dim=0)
-    queries = torch.stack([group[0] for group in groups], dim=0)
+    if settings.include_qq:
+        queries = torch.stack([group[0] for group in groups], dim=0)
+        group_index = torch.arange(len(groups))
+    if settings.include_dd:
+        doc_index = torch.arange(docs.shape[0])
     total, target = 0, 0
     mask = settings.mask_fake_negative
     for g, group in enumerate(groups):
         qd = group[0] @ docs.T
-        if mask:
-            threshold = qd[target].detach() + settings.fake_neg_margin
+        if mask:  # (indexing the detached qd: no autograd node for a constant)
+            threshold = qd.detach()[target] + settings.fake_neg_margin
         parts = [_masked(qd, qd > threshold) if mask else qd]
-        if settings.include_qq:
-            qq = _masked(group[0] @ queries.T, torch.arange(len(groups)) == g)
-            parts.append(_masked(qq, qq > threshold) if mask else qq)
+        if settings.include_qq:  # (one masked_fill of both masks, as global_loss_batched)
+            qq = group[0] @ queries.T
+            own_query = group_index == g
+            parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
         if settings.include_dd:
-            own_target = torch.arange(docs.shape[0]) == target
+            own_target = doc_index == target
             parts.append(_masked(group[1] @ docs.T, own_target))
         row = torch.cat(parts) if len(parts) > 1 else parts[0]
         _check_rows_alive(row.unsqueeze(0))
