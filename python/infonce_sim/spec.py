@@ -187,7 +187,7 @@ def global_loss_batched(rows, n, settings):
     queries = rows[::n]
     docs = rows.index_select(0, _document_rows(count, n))
     targets = torch.arange(0, count * block, block)
-    qd = queries @ docs.t()
+    qd = torch.mm(queries, docs.t())  # (what matmul of two matrices calls)
     mask = settings.mask_fake_negative
     if mask:  # (gather on the detached qd: no autograd node for a value used as a constant)
         threshold = qd.detach().gather(1, targets.unsqueeze(1)) + settings.fake_neg_margin
@@ -195,12 +195,12 @@ def global_loss_batched(rows, n, settings):
     if settings.include_qq:
         # One masked_fill of both masks: the values and gradient of masking the diagonal,
         # then what is above the threshold (-inf on the diagonal is not above it).
-        qq = queries @ queries.t()
+        qq = torch.mm(queries, queries.t())
         own_query = torch.eye(count, dtype=torch.bool)
         parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
     if settings.include_dd:  # never threshold-masked
         own_target = torch.arange(docs.shape[0]) == targets.unsqueeze(1)
-        parts.append(_masked(rows[1::n] @ docs.t(), own_target))
+        parts.append(_masked(torch.mm(rows[1::n], docs.t()), own_target))
     # (one part: itself; cat would copy the same values and pass the gradient through)
     logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
     _check_rows_alive(logits)
