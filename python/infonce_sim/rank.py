@@ -81,7 +81,12 @@ class RankContext:
             e = F.linear(x, model.weight)
         else:
             e = model(x)
-        return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if self.case.normalize else e
+        if not self.case.normalize:
+            return e
+        # F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) without its expand_as: the division
+        # broadcasts the same norms, and autograd sums their gradient back over the row as
+        # ExpandBackward would (sum_to): one node fewer, the same bits.
+        return e / e.norm(2.0, 1, keepdim=True).clamp_min(NORMALIZE_EPS)
 
     def padding_stream(self):
         """This micro-step's padding draws: the case's (replayed) or numpy's global generator."""

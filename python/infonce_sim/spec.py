@@ -5,6 +5,7 @@ adapter runs it on the in-process runtime and under real DDP, and
 tests/torch/ddp_conformance.py judges case files with it.
 """
 
+import functools
 import math
 
 import torch
@@ -152,6 +153,10 @@ def _masked(values, mask):
 # The batched losses index the stack with narrow/select and multiply with bmm: the views
 # and the kernel that s[:, 1:] (a full slice of dim 0, then dim 1) and matmul (expand,
 # reshape, bmm, view) reach, without their no-op steps, each an autograd node that copies.
+# The global loss takes the groups' rows laid end to end instead of the stack: its queries
+# and positives are strided slices of them (the layout of s.select(1, 0) and
+# s.select(1, 1)), its documents one index_select (the contiguous copy that
+# s[:, 1:].reshape(-1, D) makes): three nodes, not six.
 
 
 def local_loss_batched(s, t):
@@ -170,24 +175,32 @@ def local_loss_loop(groups, t):
     return total / len(groups)
 
 
-def global_loss_batched(s, settings):
-    """s: the groups stacked, [B, n, D], n = k + 2."""
-    count, block = s.shape[0], s.shape[1] - 1
-    queries = s.select(1, 0)
-    docs = s.narrow(1, 1, block).reshape(-1, s.shape[2])
-    targets = torch.arange(count) * block
-    qd = queries @ docs.T
+@functools.lru_cache(maxsize=256)
+def _document_rows(count, n):
+    """The rows after each group's query in `count` groups of n rows (a shared constant)."""
+    return torch.arange(count * n).view(count, n)[:, 1:].reshape(-1)
+
+
+def global_loss_batched(rows, n, settings):
+    """rows: the groups' rows [q, p, n...] laid end to end, [B * n, D], n = k + 2."""
+    count, block = rows.shape[0] // n, n - 1
+    queries = rows[::n]
+    docs = rows.index_select(0, _document_rows(count, n))
+    targets = torch.arange(0, count * block, block)
+    qd = torch.mm(queries, docs.t())  # (what matmul of two matrices calls)
     mask = settings.mask_fake_negative
-    if mask:
-        threshold = qd[torch.arange(count), targets].detach().unsqueeze(1) + \
-            settings.fake_neg_margin
+    if mask:  # (gather on the detached qd: no autograd node for a value used as a constant)
+        threshold = qd.detach().gather(1, targets.unsqueeze(1)) + settings.fake_neg_margin
     parts = [_masked(qd, qd > threshold) if mask else qd]
     if settings.include_qq:
-        qq = _masked(queries @ queries.T, torch.eye(count, dtype=torch.bool))
-        parts.append(_masked(qq, qq > threshold) if mask else qq)
+        # One masked_fill of both masks: the values and gradient of masking the diagonal,
+        # then what is above the threshold (-inf on the diagonal is not above it).
+        qq = torch.mm(queries, queries.t())
+        own_query = torch.eye(count, dtype=torch.bool)
+        parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
     if settings.include_dd:  # never threshold-masked
-        own_target = F.one_hot(targets, docs.shape[0]).bool()
-        parts.append(_masked(s.select(1, 1) @ docs.T, own_target))
+        own_target = torch.arange(docs.shape[0]) == targets.unsqueeze(1)
+        parts.append(_masked(torch.mm(rows[1::n], docs.t()), own_target))
     # (one part: itself; cat would copy the same values and pass the gradient through)
     logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
     _check_rows_alive(logits)
@@ -196,19 +209,24 @@ def global_loss_batched(s, settings):
 
 def global_loss_loop(groups, settings):
     docs = torch.cat([group[1:] for group in groups], dim=0)
-    queries = torch.stack([group[0] for group in groups], dim=0)
+    if settings.include_qq:
+        queries = torch.stack([group[0] for group in groups], dim=0)
+        group_index = torch.arange(len(groups))
+    if settings.include_dd:
+        doc_index = torch.arange(docs.shape[0])
     total, target = 0, 0
     mask = settings.mask_fake_negative
     for g, group in enumerate(groups):
         qd = group[0] @ docs.T
-        if mask:
-            threshold = qd[target].detach() + settings.fake_neg_margin
+        if mask:  # (indexing the detached qd: no autograd node for a constant)
+            threshold = qd.detach()[target] + settings.fake_neg_margin
         parts = [_masked(qd, qd > threshold) if mask else qd]
-        if settings.include_qq:
-            qq = _masked(group[0] @ queries.T, torch.arange(len(groups)) == g)
-            parts.append(_masked(qq, qq > threshold) if mask else qq)
+        if settings.include_qq:  # (one masked_fill of both masks, as global_loss_batched)
+            qq = group[0] @ queries.T
+            own_query = group_index == g
+            parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
         if settings.include_dd:
-            own_target = torch.arange(docs.shape[0]) == target
+            own_target = doc_index == target
             parts.append(_masked(group[1] @ docs.T, own_target))
         row = torch.cat(parts) if len(parts) > 1 else parts[0]
         _check_rows_alive(row.unsqueeze(0))
@@ -222,7 +240,8 @@ def infonce_loss(sentences, labels, settings, draws, path="trainer"):
 
     path: "trainer" picks batched/loop as the trainer does; "loop" forces the loop.
 
-    The batched path stacks the (resized) groups, [B, n, D]. Where each sentence row
+    The batched path stacks the (resized) groups, [B, n, D] (the global loss: their rows
+    end to end, [B * n, D]). Where each sentence row
     reaches that stack at most twice (padding picks no row twice), the stack is taken
     from the sentences directly, a view or one index_select, instead of B slices, the
     resizing and a stack: the same values and layout, and the same gradient bits (the
@@ -241,19 +260,19 @@ def infonce_loss(sentences, labels, settings, draws, path="trainer"):
             step is None or step == "truncate" or len(set(step)) == len(step) for step in plan)):
         width = sizes[0] if hard is None else hard + 2
         if hard is None or all(step is None for step in plan):
-            s = sentences.reshape(count, width, sentences.shape[1])
+            rows = sentences
         else:
-            rows = []
+            picked = []
             for i, step in enumerate(plan):
                 start = bounds[i]
-                rows.extend(range(start, start + width if step == "truncate" else bounds[i + 1]))
+                picked.extend(range(start, start + width if step == "truncate" else bounds[i + 1]))
                 if step is not None and step != "truncate":
-                    rows.extend(start + j for j in step)
-            s = sentences.index_select(0, torch.tensor(rows, dtype=torch.int64)).reshape(
-                count, width, sentences.shape[1])
+                    picked.extend(start + j for j in step)
+            rows = sentences.index_select(0, torch.tensor(picked, dtype=torch.int64))
         if not settings.use_batch:
-            return local_loss_batched(s, settings.temperature)
-        return global_loss_batched(s, settings)
+            return local_loss_batched(rows.reshape(count, width, rows.shape[1]),
+                                      settings.temperature)
+        return global_loss_batched(rows, width, settings)
     groups = [sentences[bounds[i]:bounds[i + 1]] for i in range(count)]
     if plan is not None:
         groups = _resized(groups, plan, hard)
@@ -266,7 +285,7 @@ def infonce_loss(sentences, labels, settings, draws, path="trainer"):
             return local_loss_batched(torch.stack(groups, dim=0), settings.temperature)
         return local_loss_loop(groups, settings.temperature)
     if batched:
-        return global_loss_batched(torch.stack(groups, dim=0), settings)
+        return global_loss_batched(torch.cat(groups, dim=0), groups[0].shape[0], settings)
     return global_loss_loop(groups, settings)
 
 

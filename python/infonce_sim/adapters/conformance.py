@@ -40,11 +40,19 @@ def _gather_tensors(tensors, group):
     out = []
     for i, value in enumerate(tensors):
         longest = max(max(c[i] for c in counts), 1)  # gloo does not gather empty tensors
-        padded = torch.zeros((longest,) + tuple(value.shape[1:]), dtype=value.dtype)
-        padded[:value.shape[0]] = value
-        gathered = yield Collective("all_gather", padded, group, shared=True)
-        out.append([t[:c[i]] for t, c in zip(gathered, counts)])
+        gathered = yield Collective("all_gather", _padded(value, longest), group, shared=True)
+        # (a member's whole tensor is itself: the slice would be a view of every row)
+        out.append([t if t.shape[0] == c[i] else t[:c[i]] for t, c in zip(gathered, counts)])
     return out
+
+
+def _padded(value, rows):
+    """value with zero rows appended up to `rows`; value itself when it has that many."""
+    if value.shape[0] == rows:
+        return value  # (shared: every receiver only reads it)
+    padded = torch.zeros((rows,) + tuple(value.shape[1:]), dtype=value.dtype)
+    padded[:value.shape[0]] = value
+    return padded
 
 
 def _gather_objects(tensors, group):
@@ -56,8 +64,9 @@ def _gather_objects(tensors, group):
 def gather_over_dp_group(ctx, embeddings, labels):
     """Every DP rank's embeddings and labels in slot order; own live rows in slot dp_rank."""
     gather = _gather_objects if ctx.case.gather == "object" else _gather_tensors
+    # (what is gathered is detached: the senders send detached tensors, or copies of them)
     slots, all_labels = yield from gather((embeddings.detach(), labels), ctx.dp_group)
-    slots = [s.detach() for s in slots]
+    slots = list(slots)
     slots[ctx.dp_rank] = embeddings
     return torch.cat(slots, dim=0), torch.cat(all_labels, dim=0)
 
