@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from .rank import Collective, RankContext, StepFailed, drive, micro_step_loop
-from .spec import NORMALIZE_EPS, torch_dtype
+from .spec import normalized, torch_dtype
 
 
 def of(case):
@@ -63,10 +63,6 @@ def is_generator(adapter, case):
 # --------------------------------------------------------------------------------------
 
 
-def _normalized(e, normalize):
-    return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if normalize else e
-
-
 class ClipReplica(torch.nn.Module):
     """One rank's CLIP parameters: two towers (e = W x, optional L2 normalisation), the log
     logit scale (a parameter, as CLIP stores it) and the optional logit bias."""
@@ -85,8 +81,8 @@ class ClipReplica(torch.nn.Module):
             self.logit_bias = torch.nn.Parameter(torch.tensor(case.logit_bias, dtype=dtype))
 
     def forward(self, x_image, x_text):
-        image = _normalized(F.linear(x_image, self.image_weight), self.image_normalize)
-        text = _normalized(F.linear(x_text, self.text_weight), self.text_normalize)
+        image = normalized(F.linear(x_image, self.image_weight), self.image_normalize)
+        text = normalized(F.linear(x_text, self.text_weight), self.text_normalize)
         return image, text, self.log_logit_scale.exp()
 
     def named_direct(self):

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 import torch.nn.modules.module as _module
 
-from .spec import NORMALIZE_EPS, DrawStream, numpy_choice, shard_inputs, torch_dtype
+from .spec import DrawStream, normalized, numpy_choice, shard_inputs, torch_dtype
 
 
 class Collective:
@@ -81,12 +81,7 @@ class RankContext:
             e = F.linear(x, model.weight)
         else:
             e = model(x)
-        if not self.case.normalize:
-            return e
-        # F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) without its expand_as: the division
-        # broadcasts the same norms, and autograd sums their gradient back over the row as
-        # ExpandBackward would (sum_to): one node fewer, the same bits.
-        return e / e.norm(2.0, 1, keepdim=True).clamp_min(NORMALIZE_EPS)
+        return normalized(e, self.case.normalize)
 
     def padding_stream(self):
         """This micro-step's padding draws: the case's (replayed) or numpy's global generator."""

@@ -29,9 +29,18 @@ def shard_inputs(case, micro, shard, dtype):
     return x, torch.tensor(labels, dtype=torch.int64)
 
 
+def normalized(e, normalize):
+    """Rows scaled to unit L2 norm (where `normalize`): F.normalize(e, p=2.0, dim=1,
+    eps=NORMALIZE_EPS) without its expand_as. The division broadcasts the same norms and
+    autograd sums their gradient back over the row as ExpandBackward would (sum_to): one
+    node fewer, the same bits."""
+    if not normalize:
+        return e
+    return e / e.norm(2.0, 1, keepdim=True).clamp_min(NORMALIZE_EPS)
+
+
 def encode(x, weight, normalize):
-    e = F.linear(x, weight)
-    return F.normalize(e, p=2.0, dim=1, eps=NORMALIZE_EPS) if normalize else e
+    return normalized(F.linear(x, weight), normalize)
 
 
 def group_bounds(sentences, labels):
