@@ -2,8 +2,9 @@
 # Set-up on a fresh Debian 12 machine: installs the packages that are missing,
 # configures and builds. Usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
 #   scripts/setup.sh --packages-only PACKAGE...   installs those of PACKAGE... that are missing
-# INFONCE_WITH_TORCH=1 also installs Debian's python3-torch (the DDP conformance
-# test) and what the Python package builds and tests with.
+# INFONCE_WITH_TORCH=1 also makes the Python side's virtual environment (scripts/python-env.sh:
+# .venv with torch 2.13.0 and the field's packages, pinned in python/requirements/) and points
+# the build's Python tests at it (-DINFONCE_TORCH_PYTHON). INFONCE_VENV names another venv.
 # INFONCE_SETUP_TARGET=T builds only target T (scripts/main-job.sh: the CLI).
 # Warnings are errors here (-DINFONCE_WERROR=ON); pass -DINFONCE_WERROR=OFF to
 # override. apt's own output is shown, one line per package and phase.
@@ -16,9 +17,7 @@ cd "$(dirname "$0")/.."
 packages=(g++ cmake ninja-build libboost-fiber-dev libboost-context-dev
   libboost-program-options-dev libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev
   libbenchmark-dev libmimalloc-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin python3)
-if [[ "${INFONCE_WITH_TORCH:-0}" == 1 ]]; then
-  packages+=(python3-torch python3-numpy python3-pytest python3-setuptools python3-wheel)
-fi
+source scripts/toolchain.sh
 
 install_missing() {
   local missing=() package sudo=""
@@ -49,6 +48,11 @@ install_missing "${packages[@]}"
 
 build_dir="${1:-build}"
 shift || true
+torch_python=()
+if [[ "${INFONCE_WITH_TORCH:-0}" == 1 ]]; then
+  python=$(scripts/python-env.sh "${INFONCE_VENV:-.venv}" | tail -n 1)
+  torch_python=(-DINFONCE_TORCH_PYTHON="$python")
+fi
 launcher=()
 if command -v ccache >/dev/null && [[ " $* " != *COMPILER_LAUNCHER* ]]; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -56,7 +60,7 @@ if command -v ccache >/dev/null && [[ " $* " != *COMPILER_LAUNCHER* ]]; then
 fi
 echo "setup: configuring $build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINFONCE_WERROR=ON \
-  "${launcher[@]}" "$@"
+  "${launcher[@]}" "${torch_python[@]}" "$@"
 if [[ -n "${INFONCE_SETUP_TARGET:-}" ]]; then
   echo "setup: building $INFONCE_SETUP_TARGET in $build_dir"
   cmake --build "$build_dir" --target "$INFONCE_SETUP_TARGET"

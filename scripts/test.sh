@@ -21,6 +21,7 @@
 # still fails in the preprocessor, a missing library at the link).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
 jobs=$(nproc)
 all_stages="suite fresh-root asan release-gcc consumer deb release-clang"
 default_stages="suite fresh-root asan release-gcc consumer deb release-clang"

@@ -9,21 +9,25 @@ MODULE for a user's own.
 import importlib
 
 
+# The built-in adapters: the name --adapter takes -> the module (in this package) whose
+# make(**options) builds it. One line per adapter.
+BUILT_IN = {
+    "conformance": "conformance",
+    "ms-swift": "ms_swift",
+    "open-clip": "open_clip",
+}
+
+
 def load_adapter(spec):
     kind = spec["kind"]
     options = {k: v for k, v in spec.items() if k != "kind"}
-    if kind == "conformance":
-        from . import conformance
-        return conformance.make(**options)
-    if kind == "ms-swift":
-        from . import ms_swift
-        return ms_swift.make(**options)
-    if kind == "open-clip":
-        from . import open_clip
-        return open_clip.make(**options)
+    if kind in BUILT_IN:
+        module = importlib.import_module(f"{__name__}.{BUILT_IN[kind]}")
+        return module.make(**options)
     module_name, sep, function = kind.partition(":")
     if not sep or not module_name or not function:
-        raise ValueError(f"--adapter {kind}: expected conformance, ms-swift, open-clip or MODULE:FUNCTION")
+        names = ", ".join(BUILT_IN)
+        raise ValueError(f"--adapter {kind}: expected one of {names}, or MODULE:FUNCTION")
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The Python side's virtual environment: creates it when missing and installs the pinned
+# requirements into it (pip skips what is there already). Prints the interpreter's path
+# as its last line.
+# Usage: scripts/python-env.sh [VENV_DIR]          (default .venv in the checkout)
+#   INFONCE_PYTHON      the interpreter that makes the venv (default: python3.11, else python3)
+#   INFONCE_PY_PROFILE  core: torch, numpy, pytest (what the suite's own Python tests need)
+#                       field (default): core plus the field's packages (python/requirements/field.txt)
+# torch is pinned to 2.13.0, the CPU wheel that pip finds on this machine kind's disk: an
+# unpinned torch (or a newer range, asked for by another package) pulls a multi-GB CUDA build.
+# Every file is a pip requirements file with exact pins; python/requirements/constraints.txt
+# holds torch back while the field's packages resolve.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=$(realpath -m "${1:-.venv}")
+profile=${INFONCE_PY_PROFILE:-field}
+case $profile in
+  core | field) ;;
+  *) echo "python-env: error: INFONCE_PY_PROFILE must be core or field, not '$profile'" >&2; exit 2 ;;
+esac
+base_python=${INFONCE_PYTHON:-$(command -v python3.11 || command -v python3)}
+[[ -n $base_python ]] || { echo "python-env: error: no python3 on PATH" >&2; exit 2; }
+
+if [[ ! -x $venv/bin/python ]]; then
+  echo "python-env: creating $venv with $("$base_python" --version 2>&1) ($base_python)" >&2
+  "$base_python" -m venv "$venv" >&2
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+req=python/requirements
+echo "python-env: [1/2] core: $(tr '\n' ' ' <"$req/core.txt" | sed 's/#[^ ]*//g')" >&2
+"${pip[@]}" install -c "$req/constraints.txt" -r "$req/core.txt" 2>&1 |
+  grep -v "^WARNING: Location 'file:" >&2 || true
+if [[ $profile == field ]]; then
+  echo "python-env: [2/2] the field's packages (python/requirements/field.txt)" >&2
+  "${pip[@]}" install -c "$req/constraints.txt" -r "$req/field.txt" 2>&1 |
+    grep -v "^WARNING: Location 'file:" >&2 || true
+  # Packages whose declared dependencies pull torchvision or a GPU stack that pip cannot
+  # pair with the CPU torch here: installed without them (their loss modules need none).
+  "${pip[@]}" install --no-deps -c "$req/constraints.txt" -r "$req/field-nodeps.txt" 2>&1 |
+    grep -v "^WARNING: Location 'file:" >&2 || true
+fi
+"$venv/bin/python" - <<'EOF' >&2
+import importlib.metadata as md
+import torch
+print(f"python-env: torch {torch.__version__}, numpy {md.version('numpy')}, pytest {md.version('pytest')}")
+EOF
+echo "$venv/bin/python"
