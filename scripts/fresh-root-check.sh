@@ -13,7 +13,8 @@
 #                             waits on the network, the build on the CPU)
 #   INFONCE_FRESH_ROOT_CASES  cases for the main job (default 200)
 #   INFONCE_FRESH_ROOT_TESTS  ctest -R regex for the few tests (default below)
-#   INFONCE_FRESH_ROOT_TORCH  1 (default) installs torch as scripts/test.sh does
+#   INFONCE_FRESH_ROOT_TORCH  0 (default): the C++ side only; 1 also makes the Python venv
+#                             (needs python3-venv in the root, which the scripts do not install)
 #   INFONCE_FRESH_ROOT_ONLY   "bare" builds only the CLI and libraries with
 #                             -DBUILD_TESTING=OFF -DINFONCE_BENCH=OFF -DINFONCE_MPI=OFF
 #                             after installing just compiler, cmake, ninja, Boost,
@@ -37,7 +38,7 @@ fi
 work_dir=$(realpath -m "${1:-build-fresh-root}")
 cases=${INFONCE_FRESH_ROOT_CASES:-200}
 tests=${INFONCE_FRESH_ROOT_TESTS:-'^(cli\.version|cli\.CommandLine\..*|loss\.HandCases\..*|casefile\..*|sim\.Mesh\..*|mpi\.conformance_np2|tool\.corpus_replay)$'}
-torch=${INFONCE_FRESH_ROOT_TORCH:-1}
+torch=${INFONCE_FRESH_ROOT_TORCH:-0}
 only=${INFONCE_FRESH_ROOT_ONLY:-}
 
 fail() {

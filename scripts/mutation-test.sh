@@ -19,6 +19,10 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/toolchain.sh"
+# What it runs beyond the build: patch, and jq to read the campaign's JSON. Installed when
+# missing (root or sudo), as scripts/setup.sh installs the build's packages.
+"$root/scripts/setup.sh" --packages-only patch jq >&2
 work=${MUTATION_DIR:-$root/build/mutation}
 tree=$work/tree
 build=$tree/build
@@ -73,8 +77,10 @@ if [[ ! -f "$build/build.ninja" ]]; then
     grep -rlI --include='*.ninja' --include='CMakeCache.txt' --include='*.cmake' \
       --include='*.make' -e "$root" "$build" | xargs -r sed -i "s#$root#$tree#g"
   else
+    launcher=()  # ccache only where it is installed
+    if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
     cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >"$work/configure.log" 2>&1 ||
+      "${launcher[@]}" >"$work/configure.log" 2>&1 ||
       { echo "mutation-test: configuring the copy failed (see $work/configure.log)" >&2; exit 3; }
   fi
 fi

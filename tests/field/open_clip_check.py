@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """open_clip's real ClipLoss under real DDP, against the strategy matrix.
 
 Loads `src/open_clip/loss.py` from a checkout of mlfoundations/open_clip (by
@@ -39,7 +39,7 @@ try:
     import torch.distributed as dist
     import torch.multiprocessing as torch_mp
 except ImportError as error:  # pragma: no cover - depends on the machine
-    print(f"SKIPPED: torch not importable ({error}); use /usr/bin/python3", file=sys.stderr)
+    print(f"SKIPPED: torch not importable ({error}); use the venv: .venv/bin/python (scripts/python-env.sh)", file=sys.stderr)
     sys.exit(77)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -1,6 +1,8 @@
 """Run `python3 ARGS...` (a script or -m module) if torch and pytest import; else exit 77
-with a message naming what is missing (ctest's SKIP_RETURN_CODE)."""
+with a message naming what is missing (ctest's SKIP_RETURN_CODE); with INFONCE_NO_SKIP=1,
+exit 1 instead (CI: the set-up should have provided both)."""
 
+import os
 import runpy
 import sys
 
@@ -12,8 +14,8 @@ for name in ("torch", "pytest"):
         missing.append(f"{name} ({type(e).__name__}: {e})")
 if missing:
     print(f"SKIPPED: not importable by {sys.executable}: {', '.join(missing)} "
-          "(Debian: python3-torch python3-pytest)")
-    sys.exit(77)
+          "(scripts/python-env.sh makes a venv with both)")
+    sys.exit(1 if os.environ.get("INFONCE_NO_SKIP") == "1" else 77)
 
 args = sys.argv[1:]
 if args[:1] == ["-m"]:

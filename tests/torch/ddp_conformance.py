@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch DDP conformance driver for infonce-sim.
 
 An independent implementation, in torch, of the data-parallel InfoNCE step of
@@ -349,8 +349,8 @@ def main(argv):
     args = parser.parse_args(argv)  # exits 2 on bad usage
 
     if torch is None:
-        print(f"SKIPPED: torch not importable by {sys.executable} (Debian's python3-torch: "
-              "INFONCE_WITH_TORCH=1 scripts/setup.sh installs it)")
+        print(f"SKIPPED: torch not importable by {sys.executable} (scripts/python-env.sh "
+              "makes a venv with it: .venv/bin/python)")
         return EXIT_SKIPPED
     torch.set_num_threads(1)
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
