@@ -15,10 +15,12 @@
 # With fresh-root selected, its debootstrap starts in the background before the first stage
 # (it waits on the network while the suite compiles); the fresh-root stage joins it.
 # Warnings are errors in every build (scripts/setup.sh passes -DINFONCE_WERROR=ON).
-# Compiles go through ccache (installed here), one cache for every stage, kept in
-# build-ccache/ unless CCACHE_DIR says otherwise: the fresh root reuses the suite's objects,
-# so it proves the packages without compiling everything a second time (a missing header
-# still fails in the preprocessor, a missing library at the link).
+# Compiles go through ccache (installed here), one cache for every stage and every checkout of
+# this machine, kept in ~/.cache/infonce-sim/ccache (capped at 5 GB) unless CCACHE_DIR says
+# otherwise: paths are taken relative to the checkout, so a fresh clone reuses the objects of
+# an earlier one, and the fresh root reuses the suite's, proving the packages without
+# compiling everything again (a missing header still fails in the preprocessor, a missing
+# library at the link). A machine's first run compiles everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/toolchain.sh
@@ -34,7 +36,9 @@ for stage in $stages; do
 done
 
 scripts/setup.sh --packages-only ccache
-export CCACHE_DIR=${CCACHE_DIR:-$PWD/build-ccache}
+export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/infonce-sim/ccache}
+mkdir -p "$CCACHE_DIR"
+ccache --max-size=5G >/dev/null
 # Paths relative to the checkout and the compiler judged by its contents, so that the
 # same sources built from another directory or another root hit the same entries.
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
