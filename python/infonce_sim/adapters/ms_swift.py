@@ -42,6 +42,37 @@ def _ctx():
     return getattr(_current, "ctx", None)
 
 
+
+# -- the field table (python -m infonce_sim.field) ----------------------------------------------
+# ms-swift is not installed in the main venv (ms-swift 4.6.0 pulls 86 packages, ~800 MB, and
+# transformers < 5.20 against sentence-transformers' 5.25): its installed file is measured where
+# `swift` is importable, or from the site-packages directories in INFONCE_SWIFT_SITES (e.g. a
+# layered .venv-swift's), else the shared third-party copy (INFONCE_THIRD_PARTY) is.
+PACKAGE = "ms-swift"
+
+
+def _field_configurations():
+    import importlib.metadata as md
+    sites = [s for s in os.environ.get("INFONCE_SWIFT_SITES", "").split(os.pathsep) if s]
+    out = [{"_label": "InfonceLoss (installed embedding.py)"}] if importlib.util.find_spec(
+        "swift") else []
+    for site in sites:
+        found = [d.version for d in md.distributions(path=[site])
+                 if d.name.replace("_", "-").lower() == PACKAGE]
+        if found and (pathlib.Path(site) / "swift" / "loss" / "embedding.py").is_file():
+            out.append({"swift_root": site, "_version": found[0], "_label": f"InfonceLoss "
+                        f"(embedding.py of the ms-swift {found[0]} in {site})"})
+    shared = pathlib.Path(os.environ.get("INFONCE_THIRD_PARTY") or pathlib.Path(
+        __file__).resolve().parents[4] / "shared" / "third_party") / "ms-swift"
+    for name in ("embedding.py", "embedding_fixed.py") if not out else ():
+        if (shared / "swift" / "loss" / name).is_file():
+            out.append({"swift_root": str(shared), "swift_file": name, "_version": "file @ "
+                        "3602360a (shared copy)", "_label": f"InfonceLoss ({name})"})
+    return out
+
+
+CONFIGURATIONS = _field_configurations()
+
 # -- import stand-ins ------------------------------------------------------------------------
 
 

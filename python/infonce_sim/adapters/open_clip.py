@@ -32,12 +32,6 @@ import torch
 from ..case import CaseError
 from ._loading import load_file, package_dir
 
-# The field table (python -m infonce_sim.field): the distribution, and ClipLoss's four
-# option combinations (each a set of --option KEY=VALUE).
-PACKAGE = "open-clip-torch"
-CONFIGURATIONS = [{"local_loss": l, "gather_with_grad": g}
-                  for l in ("false", "true") for g in ("false", "true")]
-
 
 def _boolean(value, name):
     if isinstance(value, bool):
@@ -83,6 +77,14 @@ def strategy_point(local_loss, gather_with_grad):
     gather = "autograd" if gather_with_grad else ("detached" if local_loss else
                                                   "detached-own-live")
     return f"{gather}/{'local' if local_loss else 'global'}/scale-1/mean"
+
+
+# The field table (python -m infonce_sim.field): the distribution, and ClipLoss's four option
+# combinations (--option KEY=VALUE each) with their strategy points.
+PACKAGE = "open-clip-torch"
+CONFIGURATIONS = [{"local_loss": str(local).lower(), "gather_with_grad": str(grad).lower(),
+                   "_point": strategy_point(local, grad)}
+                  for local in (False, True) for grad in (False, True)]
 
 
 class OpenClipAdapter:

@@ -1,0 +1,310 @@
+"""The measured field table: every built-in adapter configuration through `infonce-sim check --sut`.
+
+    python3 -m infonce_sim.field [--sim PATH] [--cases K] [--seed S] [--out FILE]
+        [--adapter NAME ...] [--runtime inprocess|ddp] [--corpus-dir DIR] [--python EXE]
+
+For each adapter of `adapters.BUILT_IN` (read at run time), for each configuration its module
+declares, on the INSTALLED version of the project: the worker's handshake, then
+
+- InfoNCE family: `infonce-sim check --sut CMD` (the property campaign against the full-batch
+  reference; a failure is shrunk and saved under --corpus-dir, its reproduce commands printed);
+- CLIP family (no shrinking campaign exists for it): `check --strategies POINT --sut CMD` at the
+  configuration's own point (the encoders' and direct parameters' verdicts, each against the
+  prediction of docs/strategies.md), and at `autograd/global/scale-1/mean`, the point whose
+  prediction is the full-batch gradient for both groups: a failure there is a bug, reported
+  with its first case (index and shape) and the command that reproduces it.
+
+Output: a markdown table on stdout and in --out FILE. Exit 0 when every command ran (bugs found
+are results, not errors), 2 on bad options or no infonce-sim binary.
+
+## The convention an adapter module follows to appear in the table
+
+Module-level names in `infonce_sim/adapters/<module>.py` (all optional; a module without
+`PACKAGE` is not a field project, e.g. `conformance`, and is left out):
+
+- `PACKAGE`: the distribution name on PyPI (`importlib.metadata.version(PACKAGE)` is the
+  installed version shown; not installed: one row saying so, nothing run);
+- `CONFIGURATIONS`: a list of dicts, one per configuration; each key/value is passed to the
+  worker as `--option KEY=VALUE`, except reserved keys starting with `_`:
+  `_label` (the configuration's name in the table; default the options), `_point` (the
+  strategy point the configuration runs, e.g. `autograd/local/scale-1/mean`: the table then
+  runs `check --strategies POINT` too, and for the CLIP family it is required), `_runtime`
+  (`inprocess` or `ddp`: the worker's runtime for this configuration, default --runtime),
+  `_restrict` (a list of `AXIS=VALUE` for `check --restrict`), `_version` (the version of
+  what the configuration loads from a path rather than from the interpreter's installed
+  PACKAGE, e.g. "file @ 3602360a": such a configuration runs even when PACKAGE is not
+  installed);
+- `NOT_EXPRESSIBLE`: a one-line reason why no configuration runs (shown instead of verdicts).
+"""
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]  # the checkout (python/infonce_sim/..)
+FULL_BATCH_POINT = "autograd/global/scale-1/mean"  # predicted correct for both groups, any batch
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python3 -m infonce_sim.field",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sim", default=os.environ.get("INFONCE_SIM") or
+                        str(ROOT / "build" / "infonce-sim"), help="the infonce-sim binary")
+    parser.add_argument("--cases", type=int, default=60, help="cases per check (default 60)")
+    parser.add_argument("--seed", default="1")
+    parser.add_argument("--out", metavar="FILE", help="also write the table here")
+    parser.add_argument("--adapter", action="append", metavar="NAME",
+                        help="only these built-in adapters (repeatable; default all)")
+    parser.add_argument("--runtime", choices=("inprocess", "ddp"), default="inprocess")
+    parser.add_argument("--corpus-dir", default="corpus/found/field",
+                        help="where check saves shrunk failures (default corpus/found/field)")
+    parser.add_argument("--python", default=sys.executable, help="the worker's interpreter")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per command")
+    return parser.parse_args(argv)
+
+
+# -- predictions (docs/strategies.md: ratio = kappa * s * b) -----------------------------------
+
+
+def predicted(point, group):
+    """The verdict docs/strategies.md derives for a parameter group at a point."""
+    gather, scope, scale, reduction = point.split("/")
+    if group == "encoders":
+        b = {("detached-own-live", "global"): "1", ("detached", "global"): "0",
+             ("autograd", "global"): "P", ("autograd", "local"): "P"}.get((gather, scope))
+    else:
+        b = "P"
+    if b is None:
+        return "no single ratio (dropped terms)"
+    if b == "0":
+        return "ratio 0"
+    p = (b == "P") + (scale == "scale-P") - (reduction == "mean")
+    w = int(scale == "scale-W")
+    text = "".join(["P" * (p > 0), f"^{p}" * (p > 1), "W" * w]) or "1"
+    text = text if p >= 0 else f"{text}/P" + (f"^{-p}" if p < -1 else "")
+    verdict = "correct" if text == "1" else f"ratio {text}"
+    return verdict + (", equal batches" if scope == "local" else "")
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def worker_command(args, kind, options, runtime):
+    parts = [args.python, "-m", "infonce_sim.worker", "--adapter", kind, "--runtime", runtime]
+    for key, value in options.items():
+        parts += ["--option", f"{key}={value}"]
+    return (f"PYTHONPATH={shlex.quote(str(ROOT / 'python'))} "
+            + " ".join(shlex.quote(p) for p in parts))
+
+
+def handshake(command, timeout):
+    """The worker's first line (stdin closed), or raise with its stderr's last line."""
+    proc = subprocess.run(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+    lines = proc.stdout.splitlines()
+    if not lines:
+        tail = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise RuntimeError(f"the worker did not start: {tail}")
+    return json.loads(lines[0])
+
+
+def run_sim(args, sim_args):
+    start = time.monotonic()
+    proc = subprocess.run([args.sim, *sim_args], capture_output=True, text=True,
+                          timeout=args.timeout)
+    return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
+
+
+def reproduce(args, sim_args):
+    return " ".join(shlex.quote(a) for a in [args.sim, *sim_args])
+
+
+def strategy_row(output, family, point):
+    """{column: int} of the strategy campaign's row for family + point, or None."""
+    columns = ["cases", "disc", "f32m", "correct", "ratio", "counter", "no-cex", "other",
+               "mismatch", "direct ok", "direct n1"]
+    for line in output.splitlines():
+        fields = line.split()
+        if fields[:2] == [family, point] and len(fields) == 2 + len(columns):
+            return dict(zip(columns, map(int, fields[2:])))
+    return None
+
+
+def strategy_verdicts(args, command, family, point, restrict):
+    """(encoders, direct, bug-or-None, seconds) at the configuration's own point."""
+    sim_args = ["check", "--strategies", point, "--family", family, "--sut", command,
+                "--seed", str(args.seed), "--cases", str(args.cases), *restrict]
+    code, output, seconds = run_sim(args, sim_args)
+    row = strategy_row(output, family, point)
+    if row is None:
+        raise RuntimeError(f"check --strategies exited {code}: {_last(output)}")
+    judged = row["cases"] - row["disc"] - row["f32m"]
+    counts = (f"{row['correct']} correct, {row['ratio']} ratio, {row['counter']} "
+              f"counterexamples of {judged}")
+    if row["mismatch"]:
+        first = next((m.strip() for m in output.splitlines() if m.strip().startswith(
+            f"{family} {point}:")), "")
+        encoders = f"NOT as predicted ({row['mismatch']} cases): {first}"
+    else:
+        encoders = f"{predicted(point, 'encoders')} (as predicted; {counts})"
+    direct = (f"{predicted(point, 'direct')} (as predicted; {row['direct ok']} cases)"
+              if row["direct ok"] and not row["mismatch"] else
+              ("none" if not row["direct ok"] else "see encoders"))
+    return encoders, direct, reproduce(args, sim_args), seconds
+
+
+def full_batch_check(args, command, family, restrict):
+    """A CLIP configuration judged at the full-batch gradient: None when it passes, else
+    (first failing case, reproduce command)."""
+    sim_args = ["check", "--strategies", FULL_BATCH_POINT, "--family", family, "--sut", command,
+                "--seed", str(args.seed), "--cases", str(args.cases), *restrict]
+    code, output, seconds = run_sim(args, sim_args)
+    if code == 0:
+        return None, seconds
+    first = next((m.strip() for m in output.splitlines()
+                  if m.strip().startswith(f"{family} {FULL_BATCH_POINT}:")), _last(output))
+    return (first.split(": ", 1)[-1], reproduce(args, sim_args)), seconds
+
+
+def property_check(args, command, restrict):
+    """InfoNCE: the property campaign. (verdict, bug-or-None, seconds)."""
+    sim_args = ["check", "--sut", command, "--seed", str(args.seed), "--cases", str(args.cases),
+                "--corpus-dir", args.corpus_dir, *restrict]
+    code, output, seconds = run_sim(args, sim_args)
+    if code == 0:
+        return "correct (every property held)", None, seconds
+    if code != 1:
+        raise RuntimeError(f"check --sut exited {code}: {_last(output)}")
+    saved = re.findall(r"(\S*corpus\S*\.json)", output)
+    commands = [line.strip() for line in output.splitlines()
+                if line.strip().startswith(args.sim) or " replay " in line]
+    failing = [line.strip() for line in output.splitlines() if "FAIL" in line][:1]
+    return ("fails: " + (failing[0] if failing else _last(output)),
+            (saved[0] if saved else "(not saved)", commands[0] if commands else
+             reproduce(args, sim_args), output), seconds)
+
+
+def _last(text):
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def adapter_modules(names):
+    from .adapters import BUILT_IN
+    for kind, module_name in BUILT_IN.items():
+        if names and kind not in names:
+            continue
+        module = importlib.import_module(f".adapters.{module_name}", __package__)
+        if getattr(module, "PACKAGE", None):
+            yield kind, module
+
+
+def configuration_rows(args, kind, module):
+    try:
+        installed = importlib.metadata.version(module.PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        installed = None
+    project = f"{kind} ({module.PACKAGE})"
+    configurations = [c for c in getattr(module, "CONFIGURATIONS", [])
+                      if installed or c.get("_version")]
+    reason = getattr(module, "NOT_EXPRESSIBLE", None)
+    if installed is None and not configurations:
+        yield [project, "not installed", "", "", "", "", ""], []
+        return
+    if reason:
+        yield [project, installed, "(all)", "not run: " + reason, "", "", ""], []
+        return
+    for configuration in configurations:
+        version = configuration.get("_version") or installed
+        options = {k: v for k, v in configuration.items() if not k.startswith("_")}
+        label = configuration.get("_label") or (
+            ", ".join(f"{k}={v}" for k, v in options.items()) or "default")
+        point = configuration.get("_point")
+        runtime = configuration.get("_runtime", args.runtime)
+        restrict = [a for r in configuration.get("_restrict", []) for a in ("--restrict", r)]
+        command = worker_command(args, kind, options, runtime)
+        bugs, seconds = [], 0.0
+        try:
+            shake = handshake(command, args.timeout)
+            families = shake["supports"].get("families", ["infonce"])
+            family = "clip" if "clip" in families else "infonce"
+            where = f"{label}" + (f"; `{point}`" if point else "") + f"; {runtime}"
+            encoders, direct = "", ""
+            if family == "infonce":
+                encoders, bug, s = property_check(args, command, restrict)
+                seconds += s
+                direct = "none" if "learnable_temperature" not in shake["supports"].get(
+                    "extension_keys", []) else "in the campaign"
+                if bug:
+                    bugs.append(bug)
+            if point:
+                e, direct, _, s = strategy_verdicts(args, command, family, point, restrict)
+                seconds += s
+                encoders = e if family == "clip" else f"{encoders}; at its point: {e}"
+            elif family == "clip":
+                raise RuntimeError("a CLIP configuration needs `_point` (no campaign without it)")
+            if family == "clip":
+                bug, s = full_batch_check(args, command, family, restrict)
+                seconds += s
+                if bug:
+                    bugs.append((None, bug[1], bug[0]))
+            status = "bug" if bugs else "correct"
+        except Exception as e:  # noqa: BLE001 - one row says what went wrong
+            where, encoders, direct, status = label, f"error: {e}", "", "error"
+        yield [project, version, where, encoders, direct, status, f"{seconds:.0f} s"], bugs
+
+
+def render(rows, bug_lists, args, seconds):
+    head = ["project", "installed", "configuration; point; runtime", "encoders", "direct parameters",
+            "full-batch", "time"]
+    out = [f"Field table: `python -m infonce_sim.field --cases {args.cases} --seed {args.seed}` "
+           f"({time.strftime('%Y-%m-%d')}, {seconds:.0f} s; infonce-sim {args.sim})", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |")
+    out.append("")
+    found = [(row, bug) for row, bugs in zip(rows, bug_lists) for bug in bugs]
+    out.append(f"Bugs found: {len(found)}" + (":" if found else "."))
+    for row, (case_file, command, detail) in found:
+        detail = detail if case_file is None else _last(detail)
+        out.append(f"- {row[0]}, {row[2]}: {detail}")
+        out.append(f"  - shrunk case: `{case_file}`" if case_file else
+                   "  - shrunk case: none (the CLIP family has no shrinking campaign; the "
+                   "command names the first failing case)")
+        out.append(f"  - reproduce: `{command}`")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if not pathlib.Path(args.sim).is_file():
+        print(f"infonce_sim.field: no infonce-sim binary at {args.sim} (--sim PATH)",
+              file=sys.stderr)
+        return 2
+    start = time.monotonic()
+    rows, bug_lists = [], []
+    for kind, module in adapter_modules(args.adapter):
+        for row, bugs in configuration_rows(args, kind, module):
+            print(f"field: {' | '.join(row[:3])}: {row[5]} ({row[6]})", file=sys.stderr)
+            rows.append(row)
+            bug_lists.append(bugs)
+    table = render(rows, bug_lists, args, time.monotonic() - start)
+    sys.stdout.write(table)
+    if args.out:
+        pathlib.Path(args.out).write_text(table, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
