@@ -183,13 +183,22 @@ def property_check(args, command, restrict):
         return "correct (every property held)", None, seconds
     if code != 1:
         raise RuntimeError(f"check --sut exited {code}: {_last(output)}")
-    saved = re.findall(r"(\S*corpus\S*\.json)", output)
-    commands = [line.strip() for line in output.splitlines()
-                if line.strip().startswith(args.sim) or " replay " in line]
-    failing = [line.strip() for line in output.splitlines() if "FAIL" in line][:1]
-    return ("fails: " + (failing[0] if failing else _last(output)),
-            (saved[0] if saved else "(not saved)", commands[0] if commands else
-             reproduce(args, sim_args), output), seconds)
+    lines = output.splitlines()
+    failed = next((i for i, line in enumerate(lines) if line.startswith("FAILED at case")), None)
+    if failed is None:
+        raise RuntimeError(f"check --sut exited 1 without a failure: {_last(output)}")
+    field = {}
+    for line in lines[failed + 1:]:
+        key, _, value = line.strip().partition(":")
+        if key in ("original", "shrunk", "saved", "reproduce", "or") and key not in field:
+            field[key] = value.strip()
+        elif key and "property" not in field and "shrunk" in field and key != "saved":
+            field["property"] = line.strip()
+    what = field.get("property", lines[failed])
+    detail = f"{what} (shrunk: {field.get('shrunk', '?')})"
+    return (f"fails: {what[:160]}", (field.get("saved", "(not saved)"),
+                                      field.get("or") or field.get("reproduce", ""), detail),
+            seconds)
 
 
 def _last(text):
@@ -277,7 +286,6 @@ def render(rows, bug_lists, args, seconds):
     found = [(row, bug) for row, bugs in zip(rows, bug_lists) for bug in bugs]
     out.append(f"Bugs found: {len(found)}" + (":" if found else "."))
     for row, (case_file, command, detail) in found:
-        detail = detail if case_file is None else _last(detail)
         out.append(f"- {row[0]}, {row[2]}: {detail}")
         out.append(f"  - shrunk case: `{case_file}`" if case_file else
                    "  - shrunk case: none (the CLIP family has no shrinking campaign; the "
