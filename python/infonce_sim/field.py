@@ -19,12 +19,15 @@ are results, not errors), 2 on bad options or no infonce-sim binary.
 
 ## The convention an adapter module follows to appear in the table
 
-Module-level names in `infonce_sim/adapters/<module>.py` (all optional; a module without
-`PACKAGE` is not a field project, e.g. `conformance`, and is left out):
+Module-level names in `infonce_sim/adapters/<module>.py`, all optional (every BUILT_IN adapter
+but `conformance` is a row; a module that fails to import, e.g. because it imports its package
+at the top and the package is not installed, is one row saying so):
 
-- `PACKAGE`: the distribution name on PyPI (`importlib.metadata.version(PACKAGE)` is the
-  installed version shown; not installed: one row saying so, nothing run);
-- `CONFIGURATIONS`: a list of dicts, one per configuration; each key/value is passed to the
+- `PACKAGE`: the distribution name on PyPI (default: the adapter's BUILT_IN name);
+  `importlib.metadata.version(PACKAGE)` is the installed version shown; not installed: one row
+  saying so, nothing run;
+- `CONFIGURATIONS` (default `[{}]`: the adapter's defaults, one row): a list of dicts, one per
+  configuration; each key/value is passed to the
   worker as `--option KEY=VALUE`, except reserved keys starting with `_`:
   `_label` (the configuration's name in the table; default the options), `_point` (the
   strategy point the configuration runs, e.g. `autograd/local/scale-1/mean`: the table then
@@ -68,6 +71,8 @@ def parse_args(argv):
                         help="where check saves shrunk failures (default corpus/found/field)")
     parser.add_argument("--python", default=sys.executable, help="the worker's interpreter")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per command")
+    parser.add_argument("--sut-timeout", metavar="S", help="check's --sut-timeout (default 60 s; "
+                        "real DDP spawning W processes on a loaded machine may need more)")
     return parser.parse_args(argv)
 
 
@@ -209,23 +214,38 @@ def _last(text):
 # -- the table ---------------------------------------------------------------------------------
 
 
+NOT_FIELD = {"conformance"}  # the SPEC's own torch reading, not a project of the field
+
+
+def _version(distribution):
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def adapter_modules(names):
+    """(kind, module or None, why) for every BUILT_IN adapter asked for: None when the module
+    does not import (a module importing its package at the top, which is not installed)."""
     from .adapters import BUILT_IN
     for kind, module_name in BUILT_IN.items():
-        if names and kind not in names:
+        if kind in NOT_FIELD or (names and kind not in names):
             continue
-        module = importlib.import_module(f".adapters.{module_name}", __package__)
-        if getattr(module, "PACKAGE", None):
-            yield kind, module
+        try:
+            yield kind, importlib.import_module(f".adapters.{module_name}", __package__), None
+        except Exception as e:  # noqa: BLE001 - one row says why
+            yield kind, None, f"{type(e).__name__}: {e}"
 
 
-def configuration_rows(args, kind, module):
-    try:
-        installed = importlib.metadata.version(module.PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        installed = None
-    project = f"{kind} ({module.PACKAGE})"
-    configurations = [c for c in getattr(module, "CONFIGURATIONS", [])
+def configuration_rows(args, kind, module, why=None):
+    package = getattr(module, "PACKAGE", kind)  # default: the adapter's name is the PyPI name
+    installed = _version(package)
+    project = f"{kind} ({package})" if package != kind else kind
+    if module is None:
+        yield [project, installed or "not installed", "", "" if installed is None else
+               f"error: the adapter does not import: {why}", "", "", ""], []
+        return
+    configurations = [c for c in getattr(module, "CONFIGURATIONS", [{}])
                       if installed or c.get("_version")]
     reason = getattr(module, "NOT_EXPRESSIBLE", None)
     if installed is None and not configurations:
@@ -242,6 +262,8 @@ def configuration_rows(args, kind, module):
         point = configuration.get("_point")
         runtime = configuration.get("_runtime", args.runtime)
         restrict = [a for r in configuration.get("_restrict", []) for a in ("--restrict", r)]
+        if args.sut_timeout:
+            restrict += ["--sut-timeout", args.sut_timeout]
         command = worker_command(args, kind, options, runtime)
         bugs, seconds = [], 0.0
         try:
@@ -302,8 +324,8 @@ def main(argv=None):
         return 2
     start = time.monotonic()
     rows, bug_lists = [], []
-    for kind, module in adapter_modules(args.adapter):
-        for row, bugs in configuration_rows(args, kind, module):
+    for kind, module, why in adapter_modules(args.adapter):
+        for row, bugs in configuration_rows(args, kind, module, why):
             print(f"field: {' | '.join(row[:3])}: {row[5]} ({row[6]})", file=sys.stderr)
             rows.append(row)
             bug_lists.append(bugs)
