@@ -1,7 +1,7 @@
 """The measured field table: every built-in adapter configuration through `infonce-sim check --sut`.
 
     python3 -m infonce_sim.field [--sim PATH] [--cases K] [--seed S] [--out FILE]
-        [--adapter NAME ...] [--runtime inprocess|ddp] [--corpus-dir DIR] [--python EXE]
+        [--adapter NAME ...] [--match TEXT] [--runtime inprocess|ddp] [--corpus-dir DIR] [--python EXE]
 
 For each adapter of `adapters.BUILT_IN` (read at run time), for each configuration its module
 declares, on the INSTALLED version of the project: the worker's handshake, then
@@ -66,6 +66,8 @@ def parse_args(argv):
     parser.add_argument("--out", metavar="FILE", help="also write the table here")
     parser.add_argument("--adapter", action="append", metavar="NAME",
                         help="only these built-in adapters (repeatable; default all)")
+    parser.add_argument("--match", metavar="TEXT",
+                        help="only configurations whose label contains TEXT")
     parser.add_argument("--runtime", choices=("inprocess", "ddp"), default="inprocess")
     parser.add_argument("--corpus-dir", default="corpus/found/field",
                         help="where check saves shrunk failures (default corpus/found/field)")
@@ -259,6 +261,8 @@ def configuration_rows(args, kind, module, why=None):
         options = {k: v for k, v in configuration.items() if not k.startswith("_")}
         label = configuration.get("_label") or (
             ", ".join(f"{k}={v}" for k, v in options.items()) or "default")
+        if args.match and args.match not in label:
+            continue
         point = configuration.get("_point")
         runtime = configuration.get("_runtime", args.runtime)
         restrict = [a for r in configuration.get("_restrict", []) for a in ("--restrict", r)]
