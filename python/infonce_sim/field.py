@@ -203,8 +203,8 @@ def property_check(args, command, restrict):
             field["property"] = line.strip()
     what = field.get("property", lines[failed])
     detail = f"{what} (shrunk: {field.get('shrunk', '?')})"
-    return (f"fails: {what[:160]}", (field.get("saved", "(not saved)"),
-                                      field.get("or") or field.get("reproduce", ""), detail),
+    commands = " ; or: ".join(f"`{c}`" for c in (field.get("reproduce"), field.get("or")) if c)
+    return (f"fails: {what[:160]}", (field.get("saved", "(not saved)"), commands, detail),
             seconds)
 
 
@@ -293,7 +293,7 @@ def configuration_rows(args, kind, module, why=None):
                 bug, s = full_batch_check(args, command, family, restrict)
                 seconds += s
                 if bug:
-                    bugs.append((None, bug[1], bug[0]))
+                    bugs.append((None, f"`{bug[1]}`", bug[0]))
             status = "bug" if bugs else "correct"
         except Exception as e:  # noqa: BLE001 - one row says what went wrong
             where, encoders, direct, status = label, f"error: {e}", "", "error"
@@ -316,7 +316,7 @@ def render(rows, bug_lists, args, seconds):
         out.append(f"  - shrunk case: `{case_file}`" if case_file else
                    "  - shrunk case: none (the CLIP family has no shrinking campaign; the "
                    "command names the first failing case)")
-        out.append(f"  - reproduce: `{command}`")
+        out.append(f"  - reproduce: {command}")
     return "\n".join(out) + "\n"
 
 
