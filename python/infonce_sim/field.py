@@ -12,7 +12,9 @@ declares, on the INSTALLED version of the project: the worker's handshake, then
   configuration's own point (the encoders' and direct parameters' verdicts, each against the
   prediction of docs/strategies.md), and at `autograd/global/scale-1/mean`, the point whose
   prediction is the full-batch gradient for both groups: a failure there is a bug, reported
-  with its first case (index and shape) and the command that reproduces it.
+  with its first case (index and shape) and the command that reproduces it, and with a small
+  case file (W = P = 2, one or two pairs per shard, written by this command under --corpus-dir
+  since the engine does not shrink CLIP cases) that `infonce-sim replay FILE --sut CMD` fails.
 
 Output: a markdown table on stdout and in --out FILE. Exit 0 when every command ran (bugs found
 are results, not errors), 2 on bad options or no infonce-sim binary.
@@ -41,6 +43,7 @@ at the top and the package is not installed, is one row saying so):
 """
 
 import argparse
+import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -181,6 +184,42 @@ def full_batch_check(args, command, family, restrict):
     return (first.split(": ", 1)[-1], reproduce(args, sim_args)), seconds
 
 
+def small_clip_case(seed, pairs):
+    """A small CLIP case (W = P = 2, `pairs` pairs per shard, F = D = 2, normalised towers, one
+    micro-step), its numbers drawn from `seed`: written by this command, not shrunk by the
+    engine (the CLIP family has no shrinking campaign)."""
+    import random
+    rng = random.Random(f"{seed}/{pairs}")
+    matrix = lambda rows: [[round(rng.gauss(0, 1), 6) for _ in range(2)] for _ in range(rows)]  # noqa: E731
+    return {"format": "infonce-case/1", "family": "clip", "mesh": {"world": 2, "dp": 2},
+            "reduction": "mean", "gather": "object", "compensate": True,
+            "clip": {"image_tower": {"normalize": True, "weight": matrix(2)},
+                     "text_tower": {"normalize": True, "weight": matrix(2)},
+                     "log_logit_scale": 1.0, "logit_bias": None,
+                     "batches": [[{"image": matrix(pairs), "text": matrix(pairs)}
+                                  for _ in range(2)]]},
+            "accumulation": {"steps": 1, "normalize": True}, "dtype": "float64"}
+
+
+def small_case_failure(args, command):
+    """(case file, replay command, what failed) for the first small CLIP case that `replay
+    FILE --sut` fails, or None."""
+    directory = pathlib.Path(args.corpus_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    for pairs in (1, 2):
+        text = json.dumps(small_clip_case(args.seed, pairs), indent=1) + "\n"
+        path = directory / f"clip-small-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+        path.write_text(text, encoding="utf-8")
+        sim_args = ["replay", str(path), "--sut", command]
+        code, output, _ = run_sim(args, sim_args)
+        if code == 1:
+            what = next((line.strip() for line in output.splitlines()
+                         if "gradient-matches-reference" in line), _last(output))
+            return str(path), reproduce(args, sim_args), what
+        path.unlink()
+    return None
+
+
 def property_check(args, command, restrict):
     """InfoNCE: the property campaign. (verdict, bug-or-None, seconds)."""
     sim_args = ["check", "--sut", command, "--seed", str(args.seed), "--cases", str(args.cases),
@@ -293,7 +332,10 @@ def configuration_rows(args, kind, module, why=None):
                 bug, s = full_batch_check(args, command, family, restrict)
                 seconds += s
                 if bug:
-                    bugs.append((None, f"`{bug[1]}`", bug[0]))
+                    small = small_case_failure(args, command)
+                    commands = f"`{bug[1]}`" + (f" ; or: `{small[1]}`" if small else "")
+                    detail = bug[0] + (f"; on the small case: {small[2]}" if small else "")
+                    bugs.append((small[0] if small else None, commands, detail))
             status = "bug" if bugs else "correct"
         except Exception as e:  # noqa: BLE001 - one row says what went wrong
             where, encoders, direct, status = label, f"error: {e}", "", "error"
@@ -313,9 +355,12 @@ def render(rows, bug_lists, args, seconds):
     out.append(f"Bugs found: {len(found)}" + (":" if found else "."))
     for row, (case_file, command, detail) in found:
         out.append(f"- {row[0]}, {row[2]}: {detail}")
-        out.append(f"  - shrunk case: `{case_file}`" if case_file else
-                   "  - shrunk case: none (the CLIP family has no shrinking campaign; the "
-                   "command names the first failing case)")
+        clip = case_file and pathlib.Path(case_file).name.startswith("clip-small-")
+        out.append("  - shrunk case: none (no shrinking campaign for CLIP); small case "
+                   f"(W = P = 2, written by this command): `{case_file}`" if clip else
+                   f"  - shrunk case: `{case_file}`" if case_file else
+                   "  - shrunk case: none (no shrinking campaign for CLIP; the command names "
+                   "the first failing case)")
         out.append(f"  - reproduce: {command}")
     return "\n".join(out) + "\n"
 
