@@ -212,9 +212,13 @@ def small_case_failure(args, command):
         path.write_text(text, encoding="utf-8")
         sim_args = ["replay", str(path), "--sut", command]
         code, output, _ = run_sim(args, sim_args)
-        if code == 1:
-            what = next((line.strip() for line in output.splitlines()
-                         if "gradient-matches-reference" in line), _last(output))
+        what = next((line.strip() for line in output.splitlines()
+                     if line.strip().startswith("gradient-matches-reference:")), "")
+        error = re.search(r"gradient rel_err ([0-9.e+-]+)", what)
+        # a gradient (or direct parameter) that differs; not only the reported loss (a local
+        # loss reports each rank's own, which the strategy campaign does not judge either)
+        if code == 1 and ((error and float(error.group(1)) > 1e-6) or
+                          ("direct parameters" in what and "match" not in what)):
             return str(path), reproduce(args, sim_args), what
         path.unlink()
     return None
