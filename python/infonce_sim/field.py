@@ -72,8 +72,9 @@ def parse_args(argv):
     parser.add_argument("--match", metavar="TEXT",
                         help="only configurations whose label contains TEXT")
     parser.add_argument("--runtime", choices=("inprocess", "ddp"), default="inprocess")
-    parser.add_argument("--corpus-dir", default="corpus/found/field",
-                        help="where check saves shrunk failures (default corpus/found/field)")
+    parser.add_argument("--corpus-dir", default="out/field-cases",
+                        help="where the shrunk and small failing cases go (default "
+                        "out/field-cases: outside corpus/, which corpus replay reads)")
     parser.add_argument("--python", default=sys.executable, help="the worker's interpreter")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per command")
     parser.add_argument("--sut-timeout", metavar="S", help="check's --sut-timeout (default 60 s; "
