@@ -15,6 +15,7 @@ BUILT_IN = {
     "conformance": "conformance",
     "ms-swift": "ms_swift",
     "open-clip": "open_clip",
+    "lightly": "lightly_ntxent",
 }
 
 

@@ -42,6 +42,46 @@ def _ctx():
     return getattr(_current, "ctx", None)
 
 
+
+# -- the field table (python -m infonce_sim.field) ----------------------------------------------
+# ms-swift is not installed into the main venv: ms-swift 4.6.0 pulls 86 packages (~800 MB) and
+# transformers < 5.20, where sentence-transformers 6.3.0 has 5.25. scripts/python-env-swift.sh
+# installs it into a layered venv, .venv-swift (a .pth puts .venv's site-packages behind its
+# own: torch is not installed twice); the adapter loads that install's embedding.py by path.
+PACKAGE = "ms-swift"
+
+
+def swift_sites():
+    """site-packages directories holding an ms-swift install outside this interpreter:
+    INFONCE_SWIFT_SITES (os.pathsep-separated), else the checkout's .venv-swift."""
+    given = [s for s in os.environ.get("INFONCE_SWIFT_SITES", "").split(os.pathsep) if s]
+    checkout = pathlib.Path(__file__).resolve().parents[3]
+    return given or [str(p) for p in sorted(checkout.glob(".venv-swift/lib/python*/site-packages"))
+                     if (p / "swift" / "loss" / "embedding.py").is_file()]
+
+
+def _field_configurations():
+    import importlib.metadata as md
+    out = [{"_label": "InfonceLoss (installed embedding.py)"}] if importlib.util.find_spec(
+        "swift") else []
+    for site in swift_sites() if not out else ():
+        found = [d.version for d in md.distributions(path=[site])
+                 if d.name.replace("_", "-").lower() == PACKAGE]
+        if found and (pathlib.Path(site) / "swift" / "loss" / "embedding.py").is_file():
+            out.append({"swift_root": site, "_version": found[0], "_label": "InfonceLoss "
+                        f"(embedding.py installed in {pathlib.Path(site).parents[2].name})"})
+    shared = pathlib.Path(os.environ.get("INFONCE_THIRD_PARTY") or pathlib.Path(
+        __file__).resolve().parents[4] / "shared" / "third_party") / "ms-swift"
+    for name in ("embedding.py", "embedding_fixed.py") if not out else ():
+        if (shared / "swift" / "loss" / name).is_file():
+            out.append({"swift_root": str(shared), "swift_file": name, "_version": "file @ "
+                        "3602360a (shared copy)", "_label": f"InfonceLoss ({name})"})
+    # each also with min_dim=2 (the D = 1 crash declared), so the gradient is judged too
+    return out + [dict(c, min_dim="2", _label=c["_label"] + ", min_dim=2") for c in out]
+
+
+CONFIGURATIONS = _field_configurations()
+
 # -- import stand-ins ------------------------------------------------------------------------
 
 
@@ -172,8 +212,13 @@ class _NumpyView:
 
 
 def default_swift_root():
+    """The installed `swift` package's root (find_spec: its __init__ is not run), else the
+    first of swift_sites() (a layered .venv-swift)."""
     spec = importlib.util.find_spec("swift")
     if spec is None or not spec.submodule_search_locations:
+        sites = swift_sites()
+        if sites:
+            return sites[0]
         raise ValueError("no --swift-root given and no installed `swift` package found")
     return str(pathlib.Path(list(spec.submodule_search_locations)[0]).parent)
 

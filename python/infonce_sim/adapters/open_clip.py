@@ -2,7 +2,9 @@
 
 The file is loaded from the user's copy, never edited or copied: `open_clip_root`
 (`--open-clip-root DIR`: DIR/src/open_clip/loss.py), or `open_clip_file` (`--option
-open_clip_file=PATH`), or by default the installed `open_clip` package's loss module.
+open_clip_file=PATH`), or by default the installed `open_clip` package's `loss.py`, found
+with importlib.util.find_spec and executed by path (`import open_clip` would run the
+package's __init__, which imports torchvision; loss.py needs only torch).
 At mlfoundations/open_clip commit 89fb801f the file decorates an unrelated function with
 `torch.compiler.disable`, which torch < 2.1 lacks; where it is missing the adapter puts
 an identity decorator there (the eager-mode semantics of that decorator) before loading.
@@ -22,14 +24,13 @@ zeros_like(own features)) and its local targets are `n * rank`: with unequal sha
 fails or points at other rows, as open_clip does.
 """
 
-import importlib
-import importlib.util
 import pathlib
 import types
 
 import torch
 
 from ..case import CaseError
+from ._loading import load_file, package_dir
 
 
 def _boolean(value, name):
@@ -51,28 +52,24 @@ def _compiler_stand_in():
 
 
 def load_loss_module(open_clip_root=None, open_clip_file=None):
-    """open_clip's loss module from a path, or the installed package's."""
+    """open_clip's loss module from a path; by default the installed package's loss.py (found
+    with find_spec, executed by path: the package's __init__ imports torchvision)."""
     _compiler_stand_in()
     if open_clip_root and open_clip_file:
         raise ValueError("give open_clip_root or open_clip_file, not both")
-    path = None
     if open_clip_root:
         path = pathlib.Path(open_clip_root) / "src" / "open_clip" / "loss.py"
     elif open_clip_file:
         path = pathlib.Path(open_clip_file)
-    if path is None:
-        try:
-            module = importlib.import_module("open_clip.loss")
-        except ImportError as e:
-            raise ValueError("open_clip is not installed: give --open-clip-root DIR or "
-                             f"--option open_clip_file=PATH ({e})") from e
-        return module, pathlib.Path(module.__file__)
+    else:
+        installed = package_dir("open_clip")
+        if installed is None:
+            raise ValueError("open_clip is not installed (pip install open-clip-torch --no-deps):"
+                             " give --open-clip-root DIR or --option open_clip_file=PATH")
+        path = installed / "loss.py"
     if not path.is_file():
         raise ValueError(f"open_clip's loss.py not found at {path}")
-    spec = importlib.util.spec_from_file_location("open_clip_loss_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, path
+    return load_file(path, "open_clip_loss_under_test"), path
 
 
 def strategy_point(local_loss, gather_with_grad):
@@ -80,6 +77,14 @@ def strategy_point(local_loss, gather_with_grad):
     gather = "autograd" if gather_with_grad else ("detached" if local_loss else
                                                   "detached-own-live")
     return f"{gather}/{'local' if local_loss else 'global'}/scale-1/mean"
+
+
+# The field table (python -m infonce_sim.field): the distribution, and ClipLoss's four option
+# combinations (--option KEY=VALUE each) with their strategy points.
+PACKAGE = "open-clip-torch"
+CONFIGURATIONS = [{"local_loss": str(local).lower(), "gather_with_grad": str(grad).lower(),
+                   "_point": strategy_point(local, grad)}
+                  for local in (False, True) for grad in (False, True)]
 
 
 class OpenClipAdapter:
