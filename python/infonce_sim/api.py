@@ -126,9 +126,9 @@ class ClassifyResult:
 
 
 def find_cli() -> str:
-    """The `infonce-sim` CLI: $INFONCE_SIM_CLI, else the one beside this Python (a venv's
-    bin/, where `pip install` puts it), else the first on PATH."""
-    explicit = os.environ.get("INFONCE_SIM_CLI")
+    """The `infonce-sim` CLI: $INFONCE_SIM, else the one beside this Python (a venv's bin/,
+    where `pip install` puts it), else the first on PATH."""
+    explicit = os.environ.get("INFONCE_SIM")
     if explicit:
         return explicit
     beside = Path(sys.executable).parent / "infonce-sim"
@@ -139,7 +139,7 @@ def find_cli() -> str:
         return found
     raise InfonceSimError(
         "no infonce-sim CLI: install it (`pip install .` in an infonce-sim checkout builds it "
-        "into this environment, or the .deb), or point INFONCE_SIM_CLI at one")
+        "into this environment, or the .deb), or point INFONCE_SIM at one")
 
 
 def _worker_pythonpath(cwd: Path) -> list[str]:
