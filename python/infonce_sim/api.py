@@ -143,13 +143,15 @@ def find_cli() -> str:
 
 
 def _worker_pythonpath(cwd: Path) -> list[str]:
-    """sys.path entries a fresh interpreter lacks: not the environment's own directories."""
+    """sys.path entries a fresh interpreter lacks: not the environment's own directories,
+    nor site directories (the same interpreter adds them, and their .pth files, itself)."""
     own = {Path(p).resolve() for p in {sys.prefix, sys.base_prefix, sys.exec_prefix,
                                        sys.base_exec_prefix}}
     entries: list[str] = []
     for entry in sys.path:
         path = Path(entry or os.getcwd()).resolve()
-        if not path.is_dir() or any(path == p or p in path.parents for p in own):
+        if not path.is_dir() or path.name in ("site-packages", "dist-packages") or \
+                any(path == p or p in path.parents for p in own):
             continue
         try:
             text = str(path.relative_to(cwd)) if path != cwd else "."
