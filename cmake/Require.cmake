@@ -5,7 +5,8 @@
 macro(infonce_require infonce_require_name infonce_require_deb)
   find_package(${infonce_require_name} ${ARGN} QUIET)
   if(NOT ${infonce_require_name}_FOUND)
-    message(FATAL_ERROR "infonce-sim needs ${infonce_require_name} (Debian package "
+    # (a leading space: CMake prints the message as it is, without wrapping it)
+    message(FATAL_ERROR " infonce-sim needs ${infonce_require_name} (Debian package "
                         "${infonce_require_deb}): sudo apt-get install ${infonce_require_deb}")
   endif()
 endmacro()
