@@ -11,6 +11,10 @@
 #                  its infonce-sim run (--version, a 100-case campaign) from an empty directory
 #   release-clang  Release build of the libraries and the CLI with clang++-14, with the tests
 #                  and benchmarks off (BUILD_TESTING=OFF, INFONCE_BENCH=OFF)
+#   wheel          pip wheel . (scikit-build-core, Debian's cmake, compiles through ccache in
+#                  build-wheel/), installed into a fresh venv layered on the checkout's (torch
+#                  2.13.0); its CLI runs a 100-case campaign through its worker from an empty
+#                  directory, and pytest checks examples/torch-project with its plugin
 # INFONCE_CI_STAGES="release-gcc consumer" runs only those stages (default: all, in this order).
 # With fresh-root selected, its debootstrap starts in the background before the first stage
 # (it waits on the network while the suite compiles); the fresh-root stage joins it.
@@ -25,8 +29,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/toolchain.sh
 jobs=$(nproc)
-all_stages="suite fresh-root asan release-gcc consumer deb release-clang"
-default_stages="suite fresh-root asan release-gcc consumer deb release-clang"
+all_stages="suite fresh-root asan release-gcc consumer deb release-clang wheel"
+default_stages="suite fresh-root asan release-gcc consumer deb release-clang wheel"
 stages=${INFONCE_CI_STAGES:-$default_stages}
 for stage in $stages; do
   [[ " $all_stages " == *" $stage "* ]] || {
@@ -109,6 +113,33 @@ stage_release-clang() {
   scripts/setup.sh --packages-only clang-14
   scripts/setup.sh build-clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14 \
     -DBUILD_TESTING=OFF -DINFONCE_BENCH=OFF
+}
+
+stage_wheel() {
+  local python dist venv empty site
+  python=$(scripts/python-env.sh "${INFONCE_VENV:-.venv}" | tail -n 1)
+  dist=$(mktemp -d)
+  # -Werror as in every build here; build-wheel/ keeps ninja's state between runs.
+  "$python" -m pip wheel . --no-deps --wheel-dir "$dist" -c python/requirements/constraints.txt \
+    -C build-dir=build-wheel -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -C cmake.define.INFONCE_WERROR=ON
+  ls "$dist"
+  # A fresh venv that sees the checkout's site-packages (torch 2.13.0, numpy, pytest) through a
+  # .pth file: pip finds torch>=2.0 satisfied and installs only the wheel.
+  venv=$(mktemp -d)/venv
+  "$python" -m venv "$venv"
+  site=$("$python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  "$venv/bin/python" -c 'import sys, sysconfig; open(sysconfig.get_path("purelib") + "/checkout-venv.pth", "w").write(sys.argv[1] + "\n")' "$site"
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q \
+    -c python/requirements/constraints.txt "$dist"/infonce_sim-*.whl
+  empty=$(mktemp -d)
+  (cd "$empty" && "$venv/bin/infonce-sim" --version &&
+    "$venv/bin/infonce-sim" check --seed 1 --cases 100 \
+      --sut "$venv/bin/infonce-sim-worker --adapter conformance" | tail -n 2 &&
+    echo "wheel: the campaign wrote: $(find . -mindepth 1 | sort | tr '\n' ' ')")
+  # The example project as a user runs it: the installed plugin, the ci profile.
+  (cd examples/torch-project && CI=1 "$venv/bin/python" -m pytest -p no:cacheprovider)
+  rm -rf "$dist" "$(dirname "$venv")" "$empty"
 }
 
 fresh_root_dir=build-fresh-root

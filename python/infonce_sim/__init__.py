@@ -3,7 +3,12 @@
 - `infonce_sim.worker`: the `infonce-sut/1` worker loop (docs/sut-protocol.md);
 - `infonce_sim.inprocess`: the in-process deterministic multi-rank runtime;
 - `infonce_sim.ddp`: real DistributedDataParallel (gloo), one process per rank;
-- `infonce_sim.adapters`: `conformance` (the SPEC in torch) and `ms_swift` (ms-swift's InfonceLoss).
+- `infonce_sim.adapters`: `conformance` (the SPEC in torch) and `ms_swift` (ms-swift's InfonceLoss);
+- `check`, `replay`, `replay_corpus`, `classify` (`infonce_sim.api`): the engine from Python;
+- `infonce_sim.pytest_plugin`: the `infonce_check` fixture and the `--infonce-*` options.
 """
 
 PROTOCOL = "infonce-sut/1"
+
+from .api import (CheckResult, ClassifyResult, CorpusReplayResult, Failure,  # noqa: E402
+                  InfonceSimError, ReplayResult, check, classify, replay, replay_corpus)

@@ -1,0 +1,1 @@
+"""A small contrastive-learning package: the loss a data-parallel trainer calls."""
