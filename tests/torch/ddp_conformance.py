@@ -41,6 +41,7 @@ max(scale, atol / rtol): below rtol means within tolerance.
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -324,6 +325,37 @@ def measured_ratio(grad, ref_grad):
     return float((grad * ref_grad).sum()) / denominator if denominator else math.nan
 
 
+# How far an exact tie with the fake-negative threshold may round: the SPEC sums every
+# deciding dot product in index order (loss/ordered_dot.hpp); torch's matmul does not, so
+# at a tie that the generator builds on purpose (threshold-ties features, margin 0) one
+# last bit can flip the torch reference's mask decision (generated case 86 on torch 2.13:
+# an entry of probability ~1e-10 masked on one side only). 1e-12 of the largest logit
+# is ~100 ulps.
+MASK_TIE_MARGIN = 1e-12
+
+
+def judge_at_a_mask_tie(args, path, case, ref, ddp, sim, verdict):
+    """A failing case with a fake-negative mask, judged again against the torch reference
+    with the threshold moved by MASK_TIE_MARGIN x the largest logit either way: a tie
+    that rounding decides either way passes with either decision; anything else fails."""
+    if not case.loss.mask_fake_negative or case.dtype == "float32":
+        return verdict
+    nudge = MASK_TIE_MARGIN * max(1.0, ref["logit_scale"] * case.loss.temperature)
+    for sign in (1.0, -1.0):
+        nudged = dataclasses.replace(
+            case, loss=dataclasses.replace(case.loss,
+                                           fake_neg_margin=case.loss.fake_neg_margin + sign * nudge))
+        try:
+            retry = judge(args, path, nudged, prepare(nudged), ddp, sim)
+        except Exception:  # noqa: BLE001 - the nudged case is no case: keep the first verdict
+            continue
+        if not retry.failures:
+            retry.failures = []
+            retry.tie = f"mask tie: passes with the threshold moved by {sign * nudge:+.1e}"
+            return retry
+    return verdict
+
+
 def prepare(case):
     """Reference, path cross-check and padding validation in the parent (may raise)."""
     check_padding_streams(case)
@@ -397,6 +429,8 @@ def main(argv):
                 counts["failed"] += 1
                 continue
             verdict = judge(args, path, case, ref, ddp, sim)
+            if verdict.failures:
+                verdict = judge_at_a_mask_tie(args, path, case, ref, ddp, sim, verdict)
             ok = not verdict.failures
             counts["passed" if ok else "failed"] += 1
             for (source, what), rel in verdict.worst.items():
@@ -406,7 +440,8 @@ def main(argv):
             print(f"{'PASS' if ok else 'FAIL'}  {name} W/P {mesh}  worst rel err loss "
                   f"{verdict.loss_error:.2e} grad {verdict.grad_error:.2e}  ratio {ratio:.6f}  "
                   f"[vs {','.join(verdict.sources) or 'nothing'}]" +
-                  ("" if ok else "  " + "; ".join(verdict.failures)), flush=True)
+                  ("" if ok else "  " + "; ".join(verdict.failures)) +
+                  (f"  ({verdict.tie})" if getattr(verdict, "tie", None) else ""), flush=True)
             if json_out:
                 json_out.write(json.dumps({
                     "case": str(path), "pass": ok, "loss": ddp["loss"], "losses": ddp["losses"],
