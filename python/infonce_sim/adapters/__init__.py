@@ -15,6 +15,7 @@ BUILT_IN = {
     "conformance": "conformance",
     "ms-swift": "ms_swift",
     "open-clip": "open_clip",
+    "sentence-transformers": "sentence_transformers",
 }
 
 
