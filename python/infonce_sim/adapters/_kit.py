@@ -50,6 +50,9 @@ def supports(max_world, unequal_batches, include_qq=False):
         "unequal_batches": unequal_batches,
         "compensate_false": False,
         "accumulation_normalize": [True, False],
+        # (they draw nothing: a per-rank seed changes nothing; declared so the shrinker's
+        # per-rank cases run rather than fail the handshake)
+        "rng_modes": ["synced", "per-rank"],
         "extension_keys": ["dtype"],
     }
 
