@@ -16,6 +16,7 @@ BUILT_IN = {
     "ms-swift": "ms_swift",
     "open-clip": "open_clip",
     "sentence-transformers": "sentence_transformers",
+    "pytorch-metric-learning": "pytorch_metric_learning",
 }
 
 
