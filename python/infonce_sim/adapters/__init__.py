@@ -17,6 +17,7 @@ BUILT_IN = {
     "open-clip": "open_clip",
     "sentence-transformers": "sentence_transformers",
     "pytorch-metric-learning": "pytorch_metric_learning",
+    "pylate": "pylate",
 }
 
 

@@ -109,3 +109,30 @@ class SentenceModel(torch.nn.Module):
 
 def sentence_model(embed):
     return torch.nn.Sequential(SentenceModel(embed))
+
+
+class TokenModel(torch.nn.Module):
+    """What a pylate (ColBERT) loss calls, `model(features)["token_embeddings"]`: each row one
+    token, [rows, 1, D] (MaxSim over one token is the dot product); `skiplist` empty."""
+
+    skiplist = []
+
+    def __init__(self, embed):
+        super().__init__()
+        self.embed = embed
+
+    def forward(self, features):
+        return dict(features, token_embeddings=self.embed(features["rows"]).unsqueeze(1))
+
+
+def token_features(rows):
+    """A column's features for TokenModel: one token per row, unmasked."""
+    ones = torch.ones(rows.shape[0], 1, dtype=torch.int64)
+    return {"input_ids": ones, "attention_mask": ones, "rows": rows}
+
+
+def require_normalized(ctx, package):
+    """Refuse a case without L2 normalisation: the package normalises every embedding itself."""
+    if not ctx.case.normalize:
+        raise CaseError(f"{package} L2-normalises every embedding itself: encoder.normalize "
+                        "false is not its loss (the handshake cannot restrict encoder.normalize)")
