@@ -11,6 +11,7 @@ columns than another would hang them instead).
 """
 
 import importlib.metadata
+import sys
 
 import torch
 
@@ -57,13 +58,20 @@ def supports(max_world, unequal_batches, include_qq=False):
     }
 
 
+def refuse(message):
+    """A case the package's input cannot express: one line on stderr (a campaign's log can
+    count them), then the step's error."""
+    print(f"refused: {message}", file=sys.stderr, flush=True)
+    raise CaseError(message)
+
+
 def negatives_per_query(ctx, package):
     """k: the one number of negatives of every group of this micro-step (all DP shards)."""
     sizes = sorted({len(group) - 2 for shard in ctx.case.batches[ctx.micro] for group in shard})
     if len(sizes) != 1:
-        raise CaseError(f"{package} takes a fixed number of columns (anchor, positive, "
-                        f"negative_1..negative_k): this micro-step's groups have k in {sizes} "
-                        "negatives (the handshake cannot restrict k to one value yet)")
+        refuse(f"{package} takes a fixed number of columns (anchor, positive, "
+               f"negative_1..negative_k): this micro-step's groups have k in {sizes} "
+               "negatives (the handshake cannot restrict k to one value yet)")
     return sizes[0]
 
 
@@ -134,5 +142,5 @@ def token_features(rows):
 def require_normalized(ctx, package):
     """Refuse a case without L2 normalisation: the package normalises every embedding itself."""
     if not ctx.case.normalize:
-        raise CaseError(f"{package} L2-normalises every embedding itself: encoder.normalize "
-                        "false is not its loss (the handshake cannot restrict encoder.normalize)")
+        refuse(f"{package} L2-normalises every embedding itself: encoder.normalize "
+               "false is not its loss (the handshake cannot restrict encoder.normalize)")
