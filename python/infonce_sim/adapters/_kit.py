@@ -58,10 +58,11 @@ def supports(max_world, unequal_batches, include_qq=False):
     }
 
 
-def refuse(message):
-    """A case the package's input cannot express: one line on stderr (a campaign's log can
-    count them), then the step's error."""
-    print(f"refused: {message}", file=sys.stderr, flush=True)
+def refuse(ctx, message):
+    """A case the package's input cannot express: one line on stderr from world rank 0 (a
+    campaign's log can count them), then the step's error."""
+    if ctx.world_rank == 0:
+        print(f"refused: {message}", file=sys.stderr, flush=True)
     raise CaseError(message)
 
 
@@ -69,7 +70,7 @@ def negatives_per_query(ctx, package):
     """k: the one number of negatives of every group of this micro-step (all DP shards)."""
     sizes = sorted({len(group) - 2 for shard in ctx.case.batches[ctx.micro] for group in shard})
     if len(sizes) != 1:
-        refuse(f"{package} takes a fixed number of columns (anchor, positive, "
+        refuse(ctx, f"{package} takes a fixed number of columns (anchor, positive, "
                f"negative_1..negative_k): this micro-step's groups have k in {sizes} "
                "negatives (the handshake cannot restrict k to one value yet)")
     return sizes[0]
@@ -142,5 +143,5 @@ def token_features(rows):
 def require_normalized(ctx, package):
     """Refuse a case without L2 normalisation: the package normalises every embedding itself."""
     if not ctx.case.normalize:
-        refuse(f"{package} L2-normalises every embedding itself: encoder.normalize "
+        refuse(ctx, f"{package} L2-normalises every embedding itself: encoder.normalize "
                "false is not its loss (the handshake cannot restrict encoder.normalize)")
