@@ -5,7 +5,10 @@
 # Usage: scripts/python-env.sh [VENV_DIR]          (default .venv in the checkout)
 #   INFONCE_PYTHON      the interpreter that makes the venv (default: python3.11, else python3)
 #   INFONCE_PY_PROFILE  core: torch, numpy, pytest (what the suite's own Python tests need)
-#                       field (default): core plus the field's packages (python/requirements/field.txt)
+#                       field (default): core plus the field's packages (python/requirements/field.txt),
+#                       and VENV-pylate: pylate with its own pins (python/requirements/pylate.txt)
+#                       in a second venv layered on VENV (a .pth names VENV's site-packages:
+#                       torch is VENV's); pylate pins a sentence-transformers that VENV's conflicts with
 # torch is pinned to 2.13.0, the CPU wheel that pip finds on this machine kind's disk: an
 # unpinned torch (or a newer range, asked for by another package) pulls a multi-GB CUDA build.
 # Every file is a pip requirements file with exact pins; python/requirements/constraints.txt
@@ -27,17 +30,27 @@ if [[ ! -x $venv/bin/python ]]; then
 fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 req=python/requirements
-echo "python-env: [1/2] core: $(tr '\n' ' ' <"$req/core.txt" | sed 's/#[^ ]*//g')" >&2
+echo "python-env: [1/3] core: $(tr '\n' ' ' <"$req/core.txt" | sed 's/#[^ ]*//g')" >&2
 "${pip[@]}" install -c "$req/constraints.txt" -r "$req/core.txt" 2>&1 |
   grep -v "^WARNING: Location 'file:" >&2 || true
 if [[ $profile == field ]]; then
-  echo "python-env: [2/2] the field's packages (python/requirements/field.txt)" >&2
+  echo "python-env: [2/3] the field's packages (python/requirements/field.txt)" >&2
   "${pip[@]}" install -c "$req/constraints.txt" -r "$req/field.txt" 2>&1 |
     grep -v "^WARNING: Location 'file:" >&2 || true
   # Packages whose declared dependencies pull torchvision or a GPU stack that pip cannot
   # pair with the CPU torch here: installed without them (their loss modules need none).
   "${pip[@]}" install --no-deps -c "$req/constraints.txt" -r "$req/field-nodeps.txt" 2>&1 |
     grep -v "^WARNING: Location 'file:" >&2 || true
+  layered=$venv-pylate
+  echo "python-env: [3/3] pylate in $layered, layered on $venv (python/requirements/pylate.txt)" >&2
+  if [[ ! -x $layered/bin/python ]]; then
+    "$(realpath "$venv/bin/python")" -m venv "$layered" >&2  # the same base interpreter as VENV's
+  fi
+  site() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+  site "$venv" >"$(site "$layered")/zz-infonce-main-venv.pth"
+  "$layered/bin/python" -m pip --disable-pip-version-check -q install \
+    -c "$req/constraints.txt" -r "$req/pylate.txt" 2>&1 |
+    grep -v "^WARNING: Location 'file:\|outside environment\|^ *Can't uninstall\|^ *Found existing\|^ *Not uninstalling" >&2 || true
 fi
 "$venv/bin/python" - <<'EOF' >&2
 import importlib.metadata as md

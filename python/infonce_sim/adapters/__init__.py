@@ -16,6 +16,9 @@ BUILT_IN = {
     "ms-swift": "ms_swift",
     "open-clip": "open_clip",
     "lightly": "lightly_ntxent",
+    "sentence-transformers": "sentence_transformers",
+    "pytorch-metric-learning": "pytorch_metric_learning",
+    "pylate": "pylate",
 }
 
 
