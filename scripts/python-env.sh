@@ -30,17 +30,25 @@ if [[ ! -x $venv/bin/python ]]; then
 fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 req=python/requirements
-echo "python-env: [1/3] core: $(tr '\n' ' ' <"$req/core.txt" | sed 's/#[^ ]*//g')" >&2
-"${pip[@]}" install -c "$req/constraints.txt" -r "$req/core.txt" 2>&1 |
-  grep -v "^WARNING: Location 'file:" >&2 || true
+# Runs one pip command; shows its output but the noise of this machine's find-links and of
+# layering; a failing pip fails the script, naming the command.
+run_pip() {
+  local log status=0
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 || status=$?
+  grep -v "^WARNING: Location 'file:\|outside environment\|^ *Can't uninstall\|^ *Found existing\|^ *Not uninstalling" \
+    "$log" >&2 || true
+  rm -f "$log"
+  ((status == 0)) || { echo "python-env: error: pip failed (exit $status): ${*:2}" >&2; exit 1; }
+}
+echo "python-env: [1/3] core: $(grep -v '^#' "$req/core.txt" | tr '\n' ' ')" >&2
+run_pip "${pip[@]}" install -c "$req/constraints.txt" -r "$req/core.txt"
 if [[ $profile == field ]]; then
   echo "python-env: [2/3] the field's packages (python/requirements/field.txt)" >&2
-  "${pip[@]}" install -c "$req/constraints.txt" -r "$req/field.txt" 2>&1 |
-    grep -v "^WARNING: Location 'file:" >&2 || true
+  run_pip "${pip[@]}" install -c "$req/constraints.txt" -r "$req/field.txt"
   # Packages whose declared dependencies pull torchvision or a GPU stack that pip cannot
   # pair with the CPU torch here: installed without them (their loss modules need none).
-  "${pip[@]}" install --no-deps -c "$req/constraints.txt" -r "$req/field-nodeps.txt" 2>&1 |
-    grep -v "^WARNING: Location 'file:" >&2 || true
+  run_pip "${pip[@]}" install --no-deps -c "$req/constraints.txt" -r "$req/field-nodeps.txt"
   layered=$venv-pylate
   echo "python-env: [3/3] pylate in $layered, layered on $venv (python/requirements/pylate.txt)" >&2
   if [[ ! -x $layered/bin/python ]]; then
@@ -48,9 +56,8 @@ if [[ $profile == field ]]; then
   fi
   site() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
   site "$venv" >"$(site "$layered")/zz-infonce-main-venv.pth"
-  "$layered/bin/python" -m pip --disable-pip-version-check -q install \
-    -c "$req/constraints.txt" -r "$req/pylate.txt" 2>&1 |
-    grep -v "^WARNING: Location 'file:\|outside environment\|^ *Can't uninstall\|^ *Found existing\|^ *Not uninstalling" >&2 || true
+  run_pip "$layered/bin/python" -m pip --disable-pip-version-check -q install \
+    -c "$req/constraints.txt" -r "$req/pylate.txt"
 fi
 "$venv/bin/python" - <<'EOF' >&2
 import importlib.metadata as md
