@@ -191,9 +191,14 @@ def test_dp_groups_and_all_reduce():
         dist.all_reduce(t, group=group)
         m = torch.tensor([float(ctx.world_rank)])
         dist.all_reduce(m, op=dist.ReduceOp.MAX)
-        again = dist.new_group([ctx.replica + i * ctx.replicas for i in range(ctx.dp)])
+        # every rank creates every DP group, in order, as torch requires (a new group
+        # each time, as real torch.distributed gives; its ranks are the DP group's)
+        again = [dist.new_group([r + i * ctx.replicas for i in range(ctx.dp)])
+                 for r in range(ctx.replicas)][ctx.replica]
         seen[ctx.world_rank] = (dist.get_rank(), dist.get_world_size(), dist.get_rank(group),
-                                dist.get_world_size(group), float(t), float(m), again is group)
+                                dist.get_world_size(group), float(t), float(m),
+                                    dist.get_process_group_ranks(again)
+                                    == dist.get_process_group_ranks(group))
         return embeddings.sum() * 0
 
     InProcessRuntime().run(ThreadAdapter(body), make_case(world=6, dp=3))  # R = 2
