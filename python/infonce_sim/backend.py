@@ -277,6 +277,13 @@ class InProcessGroup(dist.ProcessGroup):
     def getBackendName(self) -> str:  # noqa: N802 - torch's name
         return BACKEND
 
+    @property
+    def group_name(self) -> str:
+        """The name torch registered the group under (the functional collectives resolve
+        groups by name). C++'s getter reads it from a registered C++ backend, which a
+        Python group has none of; torch keeps it in its world's pg_names too."""
+        return c10d._world.pg_names[self]
+
     def __repr__(self) -> str:
         return f"InProcessGroup(ranks={self.sim_group.ranks}, rank={self.member})"
 

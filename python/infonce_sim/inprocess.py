@@ -583,9 +583,9 @@ class World:
             if not pending:
                 break
             if not runnable:
-                self._abort(threaded)
                 stuck = ", ".join(f"rank {r.world_rank} in {_describe(r.waiting)}"
                                   for r in self.ranks if not r.finished)
+                self._abort(threaded)
                 raise DeadlockError(f"deadlock: every unfinished rank waits ({stuck})")
         return [rank.output for rank in self.ranks]
 

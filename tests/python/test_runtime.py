@@ -17,13 +17,15 @@ from infonce_sim.standin import gather_object
 
 
 def make_case(world=4, dp=2, steps=1, hard=None, rng_mode="synced", seed=5, features=3, dim=2,
-              groups=2, negatives=(1, 2), use_batch=True, reduction="mean", padding="fixed"):
+              groups=2, negatives=(1, 2), use_batch=True, reduction="mean", padding="fixed",
+              dtype="float64", parse=True):
+    """A case (parsed, or its JSON object with parse=False)."""
     data = np.random.RandomState(1234)  # test inputs only
     batches = [[[[data.uniform(-1, 1, features).tolist()
                   for _ in range(2 + negatives[(g + d + m) % len(negatives)])]
                  for g in range(groups)] for d in range(dp)] for m in range(steps)]
-    return parse_case({
-        "format": "infonce-case/1", "mesh": {"world": world, "dp": dp},
+    obj = {
+        "format": "infonce-case/1", "mesh": {"world": world, "dp": dp}, "dtype": dtype,
         "reduction": reduction, "gather": "object", "compensate": True,
         "loss": {"temperature": 0.1, "use_batch": use_batch, "hard_negatives": hard,
                  "padding": padding, "mask_fake_negative": False, "fake_neg_margin": 0.1,
@@ -31,7 +33,8 @@ def make_case(world=4, dp=2, steps=1, hard=None, rng_mode="synced", seed=5, feat
         "encoder": {"normalize": True, "weight": data.uniform(-1, 1, (dim, features)).tolist()},
         "accumulation": {"steps": steps, "normalize": True},
         "rng": {"mode": rng_mode, "seed": seed},
-        "batches": batches})
+        "batches": batches}
+    return parse_case(obj) if parse else obj
 
 
 class ThreadAdapter:
