@@ -155,15 +155,6 @@ def dp_group(world: World, dp: int, replica: int) -> dist.ProcessGroup:
     return groups[replica]
 
 
-def unbind_all(world: World) -> Callable[[], None]:
-    """A job for each rank thread at shutdown: destroy its groups."""
-    def job() -> None:
-        if getattr(_thread, "world", None) is world:
-            dist.destroy_process_group()
-            _thread.state = _thread.world = None
-    return job
-
-
 # -- work -------------------------------------------------------------------------------------
 
 
