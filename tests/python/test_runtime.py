@@ -1,5 +1,5 @@
 """The in-process runtime: determinism, per-rank random state, the torch.distributed
-stand-ins (autograd all_gather, accelerate-style gather_object, DP groups), gradient
+thread mode's torch.distributed (autograd all_gather, accelerate-style gather_object, DP groups), gradient
 accumulation and the DDP reduction, failures."""
 
 import random
@@ -75,7 +75,7 @@ def test_same_inputs_same_bits(rng_mode):
 
 
 def test_thread_adapter_same_bits_as_generator_adapter():
-    """The conformance loss run through blocking stand-ins gives the generator mode's bits."""
+    """The conformance loss run through blocking collectives gives the generator mode's bits."""
     case = make_case(world=4, dp=2, steps=2, hard=3)
     generator_mode = InProcessRuntime().run(ConformanceAdapter(), case)
     from infonce_sim.spec import compensation_scale, infonce_loss
