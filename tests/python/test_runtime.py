@@ -1,5 +1,5 @@
-"""The in-process runtime: determinism, per-rank random state, the torch.distributed
-thread mode's torch.distributed (autograd all_gather, accelerate-style gather_object, DP groups), gradient
+"""The in-process runtime: determinism, per-rank random state, thread mode's
+torch.distributed (autograd all_gather, accelerate-style gather_object, DP groups), gradient
 accumulation and the DDP reduction, failures."""
 
 import random
