@@ -18,7 +18,7 @@ What differs from rank.py's program:
     differentiable, its gradient summed over the ranks and returned to its owner
     (torch.distributed.nn.all_gather's semantics). Under real DDP it is _GatherWithGrad
     (all_gather, and an all_reduce of the slots' gradients in the backward); in thread
-    mode the in-process stand-in of torch.distributed.nn.all_gather; for a generator adapter
+    mode torch's own torch.distributed.nn.all_gather on the in-process backend; for a generator adapter
     in-process, the slots are the members' own live tensors, so the one backward call of
     the micro-step (every rank's signal at once) sums each slot's gradient over the ranks.
     The tensors must have one shape on every member (pad first, see strategic.py);
@@ -165,7 +165,9 @@ def family_rank_program(adapter, ctx, agree_on_failure=None, backward=None):
 
 
 def torch_autograd_gather(tensor, group):
-    """In-process thread mode: torch.distributed.nn.all_gather (the stand-in)."""
+    """In-process thread mode: torch's own torch.distributed.nn.all_gather (forward and
+    backward) on the in-process backend. Imported here, when an adapter asks for it, never
+    before: a trainer that uses torch.distributed.nn without importing it must fail."""
     import torch.distributed.nn  # noqa: F401 - the module whose all_gather is looked up
 
     return list(torch.distributed.nn.all_gather(tensor, group=group))
@@ -260,8 +262,8 @@ def result_of(case, losses, per_rank_grads, reduce):
 
 def run_inprocess(runtime, adapter, case, replays_draws=True):
     """InProcessRuntime.run for these cases (see inprocess.py)."""
-    from . import standin
-    from .inprocess import _deliver, reduce_gradients
+    from . import backend
+    from .inprocess import bind_thread, blocking_fulfil, reduce_gradients
 
     from .inprocess import RandomStates
 
@@ -291,14 +293,14 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
     threaded = not is_generator(adapter, case)
     if threaded:
         def blocking(ctx):
-            def fulfil(request):
-                return _deliver(request, world.collective_blocking(
-                    request.op, request.group, request.payload, request.reduce_op))
-            return lambda: drive(family_rank_program(adapter, ctx), fulfil)
+            def run():
+                bind_thread(world, ctx)
+                return drive(family_rank_program(adapter, ctx), blocking_fulfil(world))
+            return run
 
         for ctx in contexts:
             ctx.autograd_gather = torch_autograd_gather
-        with standin.installed(world):
+        with backend.installed(world):
             losses = world.run_ranks([blocking(ctx) for ctx in contexts], threaded=True)
     else:
         # As inprocess.py: every micro-step's backward after every rank's last one, one

@@ -1,6 +1,6 @@
 """The in-process, deterministic multi-rank runtime: W virtual ranks in one process.
 
-Debian's torch 1.13 has no threaded process group, so this is ours. Every virtual
+Every virtual
 rank has its own model replica and its own random state (numpy's global generator,
 torch's, Python's `random`); only one rank runs at a time, in a fixed order, so the
 same inputs give the same bits on every run.
@@ -13,14 +13,16 @@ Two ways to run a rank, one scheduler:
     has the bits of its own backward);
   * an adapter written as a plain function (a trainer's real code) calls
     torch.distributed itself; each rank then runs on its own thread and a baton
-    (one semaphore per rank) lets exactly one thread run at a time. While a case
-    runs, torch.distributed's functions are replaced by stand-ins that answer
-    for the rank holding the baton.
+    (one semaphore per rank) lets exactly one thread run at a time. Each rank thread
+    has its own default process group of the "infonce" backend (backend.py), whose
+    collectives are this scheduler's slots: torch.distributed's own functions,
+    autograd functions and functional collectives answer for the rank.
 
 The scheduler: resume every rank, in world-rank order, that is not waiting on an
 incomplete collective; a rank runs until it blocks on a collective (the last
 member to arrive completes it and carries on) or finishes. A round in which no
-rank can run is a deadlock (ranks called different collectives): an error.
+rank can run is a deadlock (ranks called different collectives, or a recv whose
+message is never sent): DeadlockError.
 
 The DDP reduction is explicit, after every rank's last micro-step (gradient
 accumulation sends nothing before): `mean` sums g_w / W over all W ranks in
@@ -42,6 +44,10 @@ from .rank import Collective, RankContext, drive, is_generator_adapter, rank_pro
 
 class RuntimeError_(Exception):
     """The step failed (an adapter error, a deadlock, a collective mismatch)."""
+
+
+class DeadlockError(RuntimeError_):
+    """Every unfinished rank waits on something no other rank will complete."""
 
 
 class Group:
@@ -99,7 +105,9 @@ def _reduce(tensors, reduce_op):
 
 def _complete(slot):
     p = slot.payloads
-    if slot.op == "all_gather_object":
+    if slot.op.startswith("pg."):  # backend.py: every member computes its own result
+        slot.results = [p] * len(p)
+    elif slot.op == "all_gather_object":
         if slot.shared:  # the senders' (detached) objects themselves: nobody writes them
             slot.results = [list(p) for _ in p]
         else:
@@ -132,6 +140,30 @@ def _signal():
     lock = threading.Lock()
     lock.acquire()
     return lock
+
+
+class _Receive:
+    """A point-to-point receive waiting for the k-th message of its channel
+    (source, destination, tag); `results` is None until that message is posted."""
+
+    __slots__ = ("channel", "index", "messages")
+
+    def __init__(self, channel, index, messages):
+        self.channel, self.index, self.messages = channel, index, messages
+
+    @property
+    def results(self):
+        return self.messages if len(self.messages) > self.index else None
+
+    def describe(self):
+        src, dst, tag = self.channel
+        return f"recv from rank {src} (tag {tag}, message {self.index + 1})"
+
+
+def _describe(waiting):
+    if isinstance(waiting, _Receive):
+        return waiting.describe()
+    return f"{waiting.op} on {waiting.group}"
 
 
 class _Aborted(BaseException):
@@ -356,6 +388,8 @@ class World:
         self.slots = {}  # (group ranks, k) -> _Slot
         self.models = {}  # (world rank, D, F, dtype) -> nn.Linear
         self.log = []  # (world rank, op, group ranks) of every collective, in call order
+        self.mail = {}  # (source, destination, tag) -> messages sent, in order (backend.py)
+        self.receives = {}  # (source, destination, tag) -> receives posted
         self.rng = RandomStates()
 
     # -- groups and collectives -------------------------------------------------------------
@@ -370,7 +404,8 @@ class World:
         return self.groups[key]
 
     def resolve(self, group):
-        return self.world_group if group is None else group
+        """Our Group of `group`: None (the world), a Group, or a backend.InProcessGroup."""
+        return self.world_group if group is None else getattr(group, "sim_group", group)
 
     def deposit(self, rank, op, group, payload, reduce_op="sum", shared=False):
         """Add this rank's contribution to its next collective on `group`; return the slot."""
@@ -405,6 +440,27 @@ class World:
             rank.waiting = slot
             self._yield_to_scheduler(rank)
         return slot.results[member]
+
+    # -- point-to-point (thread mode, backend.py) ---------------------------------------------
+
+    def post(self, src, dst, tag, payload):
+        """A send: buffered (it never blocks), in order on its channel."""
+        self.mail.setdefault((src, dst, tag), []).append(payload)
+
+    def reserve(self, src, dst, tag):
+        """A posted receive: it will take the next message of its channel not yet taken."""
+        channel = (src, dst, tag)
+        index = self.receives.get(channel, 0)
+        self.receives[channel] = index + 1
+        return _Receive(channel, index, self.mail.setdefault(channel, []))
+
+    def receive(self, ticket):
+        """Wait (yielding the baton) until the ticket's message is sent; return it."""
+        if ticket.results is None:
+            rank = self.current
+            rank.waiting = ticket
+            self._yield_to_scheduler(rank)
+        return ticket.messages[ticket.index]
 
     # -- threads ------------------------------------------------------------------------------
 
@@ -496,6 +552,8 @@ class World:
         self.slots.clear()
         self.sequence.clear()
         self.log.clear()
+        self.mail.clear()
+        self.receives.clear()
         self.aborting = False
         for rank, program in zip(self.ranks, programs):
             if threaded:
@@ -525,10 +583,10 @@ class World:
             if not pending:
                 break
             if not runnable:
-                self._abort(threaded)
-                stuck = ", ".join(f"rank {r.world_rank} in {r.waiting.op} on {r.waiting.group}"
+                stuck = ", ".join(f"rank {r.world_rank} in {_describe(r.waiting)}"
                                   for r in self.ranks if not r.finished)
-                raise RuntimeError_(f"deadlock: every unfinished rank waits ({stuck})")
+                self._abort(threaded)
+                raise DeadlockError(f"deadlock: every unfinished rank waits ({stuck})")
         return [rank.output for rank in self.ranks]
 
     def _abort(self, threaded):
@@ -635,7 +693,7 @@ class InProcessRuntime:
 
     def run(self, adapter, case, replays_draws=True):
         """{losses, grad, grads, padding_draws} of one case (raises on a failed step)."""
-        from . import families, standin  # stand-ins: only for threaded adapters
+        from . import backend, families  # backend: only for threaded adapters
 
         if families.of(case) is not None:  # a strategy, a learnable temperature, CLIP
             return families.run_inprocess(self, adapter, case, replays_draws)
@@ -655,7 +713,7 @@ class InProcessRuntime:
         threaded = not is_generator_adapter(adapter)
         if threaded:
             programs = [_blocking_program(adapter, ctx, world) for ctx in contexts]
-            with standin.installed(world):
+            with backend.installed(world):
                 losses = world.run_ranks(programs, threaded=True)
         else:
             # Backward after every rank's last micro-step (accumulation sends nothing before,
@@ -687,12 +745,31 @@ class InProcessRuntime:
         self.worlds.clear()
 
 
-def _blocking_program(adapter, ctx, world):
-    """Thread mode: the rank program, its yields (if any) fulfilled by blocking collectives."""
+def bind_thread(world, ctx):
+    """Thread mode, first thing on the rank's thread: its torch default group, and the
+    torch group of its DP group as ctx.dp_group (what the adapter passes to torch)."""
+    from . import backend
+
+    backend.bind_rank(world, ctx.world_rank)
+    ctx.dp_group = backend.dp_group(world, ctx.dp, ctx.replica)
+
+
+def blocking_fulfil(world):
+    """Thread mode: a yielded Collective (if any), done by a blocking collective."""
 
     def fulfil(request):
         result = world.collective_blocking(request.op, request.group, request.payload,
                                            request.reduce_op)
         return _deliver(request, result)
 
-    return lambda: drive(rank_program(adapter, ctx), fulfil)
+    return fulfil
+
+
+def _blocking_program(adapter, ctx, world):
+    """Thread mode: the rank program, its yields (if any) fulfilled by blocking collectives."""
+
+    def run():
+        bind_thread(world, ctx)
+        return drive(rank_program(adapter, ctx), blocking_fulfil(world))
+
+    return run

@@ -1,5 +1,5 @@
-"""The in-process runtime: determinism, per-rank random state, the torch.distributed
-stand-ins (autograd all_gather, accelerate-style gather_object, DP groups), gradient
+"""The in-process runtime: determinism, per-rank random state, thread mode's
+torch.distributed (autograd all_gather, accelerate-style gather_object, DP groups), gradient
 accumulation and the DDP reduction, failures."""
 
 import random
@@ -17,13 +17,15 @@ from infonce_sim.standin import gather_object
 
 
 def make_case(world=4, dp=2, steps=1, hard=None, rng_mode="synced", seed=5, features=3, dim=2,
-              groups=2, negatives=(1, 2), use_batch=True, reduction="mean", padding="fixed"):
+              groups=2, negatives=(1, 2), use_batch=True, reduction="mean", padding="fixed",
+              dtype="float64", parse=True):
+    """A case (parsed, or its JSON object with parse=False)."""
     data = np.random.RandomState(1234)  # test inputs only
     batches = [[[[data.uniform(-1, 1, features).tolist()
                   for _ in range(2 + negatives[(g + d + m) % len(negatives)])]
                  for g in range(groups)] for d in range(dp)] for m in range(steps)]
-    return parse_case({
-        "format": "infonce-case/1", "mesh": {"world": world, "dp": dp},
+    obj = {
+        "format": "infonce-case/1", "mesh": {"world": world, "dp": dp}, "dtype": dtype,
         "reduction": reduction, "gather": "object", "compensate": True,
         "loss": {"temperature": 0.1, "use_batch": use_batch, "hard_negatives": hard,
                  "padding": padding, "mask_fake_negative": False, "fake_neg_margin": 0.1,
@@ -31,7 +33,8 @@ def make_case(world=4, dp=2, steps=1, hard=None, rng_mode="synced", seed=5, feat
         "encoder": {"normalize": True, "weight": data.uniform(-1, 1, (dim, features)).tolist()},
         "accumulation": {"steps": steps, "normalize": True},
         "rng": {"mode": rng_mode, "seed": seed},
-        "batches": batches})
+        "batches": batches}
+    return parse_case(obj) if parse else obj
 
 
 class ThreadAdapter:
@@ -72,7 +75,7 @@ def test_same_inputs_same_bits(rng_mode):
 
 
 def test_thread_adapter_same_bits_as_generator_adapter():
-    """The conformance loss run through blocking stand-ins gives the generator mode's bits."""
+    """The conformance loss run through blocking collectives gives the generator mode's bits."""
     case = make_case(world=4, dp=2, steps=2, hard=3)
     generator_mode = InProcessRuntime().run(ConformanceAdapter(), case)
     from infonce_sim.spec import compensation_scale, infonce_loss
@@ -191,9 +194,14 @@ def test_dp_groups_and_all_reduce():
         dist.all_reduce(t, group=group)
         m = torch.tensor([float(ctx.world_rank)])
         dist.all_reduce(m, op=dist.ReduceOp.MAX)
-        again = dist.new_group([ctx.replica + i * ctx.replicas for i in range(ctx.dp)])
+        # every rank creates every DP group, in order, as torch requires (a new group
+        # each time, as real torch.distributed gives; its ranks are the DP group's)
+        again = [dist.new_group([r + i * ctx.replicas for i in range(ctx.dp)])
+                 for r in range(ctx.replicas)][ctx.replica]
         seen[ctx.world_rank] = (dist.get_rank(), dist.get_world_size(), dist.get_rank(group),
-                                dist.get_world_size(group), float(t), float(m), again is group)
+                                dist.get_world_size(group), float(t), float(m),
+                                    dist.get_process_group_ranks(again)
+                                    == dist.get_process_group_ranks(group))
         return embeddings.sum() * 0
 
     InProcessRuntime().run(ThreadAdapter(body), make_case(world=6, dp=3))  # R = 2
