@@ -26,7 +26,7 @@ jobs=${4:-2}
 long_cases=${5:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 sim=${INFONCE_SIM:-$build/infonce-sim}  # INFONCE_SIM: another build (e.g. with check --sut)
-python=${INFONCE_TORCH_PYTHON:-/usr/bin/python3}
+python=${INFONCE_TORCH_PYTHON:-$root/.venv/bin/python}
 [ -x "$sim" ] || { echo "sut_throughput: no $sim (build first)" >&2; exit 2; }
 "$python" -c "import torch" 2>/dev/null ||
   { echo "sut_throughput: torch not importable by $python" >&2; exit 77; }
