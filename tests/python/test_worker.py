@@ -134,7 +134,8 @@ def test_the_readme_adapter_runs(tmp_path, real_trainer):
     """python/README.md's example adapter, verbatim, on a stand-in trainer loss that gathers
     over the world with torch.distributed and compensates (the fixed trainer)."""
     readme = (ROOT / "python" / "README.md").read_text()
-    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    blocks = [block.split("```", 1)[0] for block in readme.split("```python\n")[1:]]
+    code = next(block for block in blocks if block.startswith("# my_adapter.py"))
     (tmp_path / "my_adapter.py").write_text(code)
     (tmp_path / "my_trainer").mkdir()
     (tmp_path / "my_trainer" / "__init__.py").write_text("")
