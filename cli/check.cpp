@@ -45,6 +45,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::int64_t kMaxCases = 1'000'000'000'000;
 constexpr std::int64_t kCiCases = 10'000;
+// --strategies --profile ci: every point and family, the oracle on each case;
+// about 20 s on one core of the CI machine.
+constexpr std::int64_t kCiStrategyCases = 4'000;
 constexpr const char* kExploreTime = "10m";
 
 struct CheckSettings : CampaignSettings {
@@ -477,6 +480,17 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
   return session;
 }
 
+// --strategies --oracle every|off: whether oracle/ judges every case's
+// reference (default every: the strategy campaign is where the oracle sees the
+// CLIP family and learnable temperatures).
+bool strategy_oracle(const RawOptions& raw) {
+  const properties::OracleMode mode = parse_oracle("check", raw.oracle.value_or("every"));
+  if (mode == properties::OracleMode::sampled) {
+    throw UsageError("check: --strategies takes --oracle every or off (no sample: every case)");
+  }
+  return mode == properties::OracleMode::every;
+}
+
 // --strategies: the strategy campaign (properties/strategy_campaign.hpp).
 // Only the seed, the case budget and the generator distribution apply.
 int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
@@ -487,9 +501,10 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   reject(raw.time_budget.has_value(), "--time-budget");
   reject(raw.jobs.has_value(), "--jobs");
   reject(raw.shard.has_value(), "--shard");
-  reject(raw.profile.has_value(), "--profile");
+  if (raw.profile && *raw.profile != "ci") {
+    throw UsageError("check: --strategies takes --profile ci only (seed 1, 4000 cases, the oracle)");
+  }
   reject(raw.mutant.has_value(), "--mutant");
-  reject(raw.oracle.has_value(), "--oracle");
   reject(raw.format.has_value() && *raw.format != "human", "--format other than human");
   reject(raw.corpus_dir.has_value(), "--corpus-dir");
   reject(!raw.reports.empty(), "--report");
@@ -506,7 +521,10 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   const std::string limits = raw.limits.value_or("default");
   options.limits = parse_limits("check", limits);
   if (raw.seed) options.seed = parse_seed("check", *raw.seed).seed;
-  options.cases = raw.cases ? parse_count("check", "--cases", *raw.cases, kMaxCases) : 3600;
+  options.cases = raw.cases   ? parse_count("check", "--cases", *raw.cases, kMaxCases)
+                  : raw.profile ? kCiStrategyCases
+                                : 3600;
+  options.oracle = strategy_oracle(raw);
   std::unique_ptr<sut::Session> session;
   if (raw.sut) {
     session = strategy_sut(raw, options);
@@ -517,7 +535,12 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
 
   std::ostream& out = context.out;
   out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
-      << limits << ", encoder and direct gradients against step/strategy.hpp's prediction\n";
+      << limits << ", encoder and direct gradients against prediction/'s derivation\n";
+  out << "oracle: " << (options.oracle ? "judged the reference of " : "off (--oracle off); ")
+      << (options.oracle ? std::to_string(result.oracle_judged()) + " cases (CLIP " +
+                               std::to_string(result.oracle_judged_clip()) + ")"
+                         : std::string("the reference is not judged"))
+      << "\n";
   if (session) {
     out << "step: the SUT " << session->handshake().name
         << (session->handshake().supports.declares("strategy")

@@ -30,6 +30,7 @@
 #include "cli/command.hpp"
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
+#include "properties/oracle_agrees.hpp"
 #include "properties/properties.hpp"
 #include "properties/sut_step.hpp"
 #include "step/mutants.hpp"
@@ -119,9 +120,21 @@ Outcome replay_found(const Case& c, properties::OracleMode oracle) {
                     "; the correct step passes"};
 }
 
-Outcome replay_run(const Case& c) {
+// A file with neither `expect` nor `found`: run passes, and (unless --oracle
+// off) every property holds, oracle-agrees included: how the oracle judges
+// the corpus's CLIP and learnable-temperature cases (corpus/families/).
+Outcome replay_run(const Case& c, properties::OracleMode oracle) {
   const step::CaseReport report = step::run_case(c, nullptr, {});
   const std::vector<CaseCheck> checks = case_checks(c, report);
+  if (checks_pass(checks) && oracle != properties::OracleMode::off) {
+    properties::CaseVerdict verdict;
+    properties::check_oracle_agrees(c, step::run_on_fibers(c, {}, {}),
+                                    step::compute_case_reference(c), verdict);
+    if (!verdict.failures.empty()) {
+      return {false, "run passes, but oracle-agrees fails: " + verdict.failures.front().detail};
+    }
+    if (verdict.oracle_checked) return {true, "run passes (distributed == reference), the oracle agrees"};
+  }
   if (checks_pass(checks)) return {true, "run passes (distributed == reference)"};
   std::string why = "run FAILS:";
   for (const CaseCheck& check : checks) {
@@ -135,7 +148,7 @@ Outcome replay_case_file(const fs::path& path, properties::OracleMode oracle) {
     const Case c = read_case_file(path);
     if (c.expect) return replay_expect(c);
     if (c.found) return replay_found(c, oracle);
-    return replay_run(c);
+    return replay_run(c, oracle);
   } catch (const InputError& e) {
     return {false, std::string("invalid: ") + e.what()};
   } catch (const SimulationError& e) {

@@ -16,14 +16,36 @@ struct Scratch {
   std::vector<bool> kept;
 };
 
-// The closest mask decision of the row, relative (Result::min_mask_gap).
-void note_mask_gap(const LogitRow& row, const std::vector<Real>& similarities,
-                   const LossSettings& settings, Real& min_gap) {
+// The scale at which a code under test rounds the similarity of `entry`:
+// sum_k |a_k b_k| (at least |a . b|; near-orthogonal rows round at the size
+// of their terms, not of their small dot product).
+Real rounding_scale(const RealRows& embeddings, const Entry& entry) {
+  Real sum = 0;
+  for (Eigen::Index k = 0; k < embeddings.cols(); ++k) {
+    sum += std::abs(embeddings(entry.left, k) * embeddings(entry.right, k));
+  }
+  return sum;
+}
+
+// The closest mask decision of the row, relative (Result::min_mask_gap): to
+// the rounding scale of both similarities compared and the margin, so that a
+// gap below the code under test's unit roundoff is a tie for its precision
+// however small the similarities are.
+void note_mask_gap(const RealRows& embeddings, const LogitRow& row,
+                   const std::vector<Real>& similarities, const LossSettings& settings,
+                   Real& min_gap) {
   const auto target = static_cast<std::size_t>(row.target);
   const Real threshold = similarities[target] + settings.fake_neg_margin;
+  const Real threshold_scale =
+      rounding_scale(embeddings, row.entries[target]) + std::abs(settings.fake_neg_margin);
   for (std::size_t e = 0; e < row.entries.size(); ++e) {
-    if (e == target || row.entries[e].block == Block::dd) continue;
-    const Real scale = std::abs(similarities[e]) + std::abs(threshold);
+    if (row.entries[e].block == Block::dd) continue;
+    // The target against its own threshold: s_t > s_t + margin is decided
+    // exactly at margin 0, and otherwise only where s_t + margin does not
+    // round to s_t (a negative margin masks the target: |margin| is the gap).
+    if (e == target && settings.fake_neg_margin == 0) continue;
+    const Real scale = std::max(std::abs(similarities[e]) + std::abs(threshold),
+                                rounding_scale(embeddings, row.entries[e]) + threshold_scale);
     if (scale == 0) continue;  // 0 > 0 is decided exactly either way
     min_gap = std::min(min_gap, std::abs(similarities[e] - threshold) / scale);
   }
@@ -47,7 +69,7 @@ void add_row(const RealRows& embeddings, const LogitRow& row, const LossSettings
     similarities.push_back(dot_rows(embeddings, entry.left, embeddings, entry.right));
   }
   mark_kept_entries(row, similarities, settings, apply_mask, scratch.kept);
-  if (apply_mask) note_mask_gap(row, similarities, settings, out.min_mask_gap);
+  if (apply_mask) note_mask_gap(embeddings, row, similarities, settings, out.min_mask_gap);
   const std::vector<bool>& kept = scratch.kept;
   require_some_kept(kept);
   const Real inverse_t = 1 / settings.temperature;

@@ -75,7 +75,9 @@ struct Result {
   // The largest encoding_condition (encoder.hpp) of any encoded row.
   Real max_encoding_condition = 1;
   // The fake-negative mask's closest call: the smallest |s - h| over the
-  // compared entries, relative to |s| + |h| (+inf without the mask). Below
+  // compared entries, relative to the larger of |s| + |h| and the scale at
+  // which s and h round (sum_k |a_k b_k| of each, plus |margin|; +inf
+  // without the mask). Below
   // the rounding of the code under test, its decision and the oracle's may
   // differ, and both are right for their precision.
   Real min_mask_gap = std::numeric_limits<Real>::infinity();

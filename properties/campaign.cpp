@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "base/rng.hpp"
 #include "casefile/case_json.hpp"
+#include "properties/structural_shrink.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -49,10 +50,13 @@ const char* scalar_name(ScalarType scalar) {
 void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   ++result.cases_run;
   add_coverage(spec, result.coverage);
+  if (verdict.rejection_checked) ++result.property_checks[kReferenceAcceptsValid];
   if (verdict.discarded) {
     ++result.discarded;
+    ++result.discards_by_reason[discard_kind(verdict.discard_reason)];
     return;
   }
+  if (verdict.rejection_checked) return;  // the reference failed on valid input: no step ran
   for (const char* p : {kEqualLoss, kPaddingSkipsPositive, kNoCrash}) ++result.property_checks[p];
   if (verdict.reference_checked) ++result.property_checks[kGradientMatches];
   if (verdict.schedule_checked) ++result.property_checks[kScheduleIndependent];
@@ -480,6 +484,7 @@ std::int64_t ErrorHistogram::total() const {
 void Tally::merge(const Tally& other) {
   cases_run += other.cases_run;
   discarded += other.discarded;
+  for (const auto& [reason, count] : other.discards_by_reason) discards_by_reason[reason] += count;
   for (const auto& [property, count] : other.property_checks) property_checks[property] += count;
   worst_rel_err = std::max(worst_rel_err, other.worst_rel_err);
   worst_rel_err_float = std::max(worst_rel_err_float, other.worst_rel_err_float);
@@ -593,6 +598,45 @@ void add_coverage(const CaseSpec& spec, Coverage& coverage) {
   count(coverage, "schedule_seed", "per case");
 }
 
+namespace {
+
+// After RapidCheck's shrinks: the structural ones (properties/structural_shrink.hpp),
+// greedily, the first failing candidate in their order taken `jobs` at a time
+// (the sequential result, as above), until none fails or the evaluations run out.
+void shrink_structure(std::int64_t index, const std::string& property,
+                      const CampaignOptions& options, std::int32_t& evaluations,
+                      CampaignFailure& failure, CaseVerdict& verdict) {
+  const auto jobs = static_cast<std::size_t>(std::max(1, options.jobs));
+  bool shrunk = true;
+  while (shrunk && evaluations < options.max_shrink_evaluations) {
+    shrunk = false;
+    const std::vector<CaseSpec> specs =
+        structural_shrinks(failure.shrunk, options.limits.restriction);
+    for (std::size_t first = 0; !shrunk && first < specs.size(); first += jobs) {
+      std::vector<Candidate> batch;
+      for (std::size_t i = first; i < specs.size() && i < first + jobs &&
+                                  evaluations + static_cast<std::int32_t>(batch.size()) <
+                                      options.max_shrink_evaluations;
+           ++i) {
+        batch.push_back({rc::shrinkable::just(specs[i]), specs[i]});
+      }
+      if (batch.empty()) break;
+      const auto verdicts = check_all(batch, options, index);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        ++evaluations;
+        if (verdicts[i].discarded || !has_property(verdicts[i], property)) continue;
+        failure.shrunk = batch[i].spec;
+        verdict = verdicts[i];
+        ++failure.shrink_steps;
+        shrunk = true;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec>& failing,
                                const CaseVerdict& verdict, const CampaignOptions& options) {
   const std::string property = verdict.failures.front().property;
@@ -632,6 +676,7 @@ CampaignFailure shrink_failure(std::int64_t index, const rc::Shrinkable<CaseSpec
       }
     }
   }
+  shrink_structure(index, property, options, evaluations, failure, current_verdict);
   failure.shrunk_case = case_of(failure.shrunk, options);
   failure.failures = current_verdict.failures;
   failure.report = current_verdict.report;

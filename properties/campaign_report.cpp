@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -63,6 +64,7 @@ Json tally_json(const Tally& tally) {
   Json out;
   out["cases_run"] = tally.cases_run;
   out["discarded"] = tally.discarded;
+  out["discards_by_reason"] = tally.discards_by_reason;
   out["property_checks"] = tally.property_checks;
   out["worst_rel_err"] = {{"float64", tally.worst_rel_err}, {"float32", tally.worst_rel_err_float}};
   out["coverage"] = tally.coverage;
@@ -317,6 +319,8 @@ void read_tally(const Json& value, const std::string& path, Tally& tally) {
   auto p = [&](const char* key) { return join(path, key); };
   tally.cases_run = read_count(at("cases_run"), p("cases_run"));
   tally.discarded = read_count(at("discarded"), p("discarded"));
+  tally.discards_by_reason = read_map<std::map<std::string, std::int64_t>>(
+      at("discards_by_reason"), p("discards_by_reason"), read_count);
   tally.property_checks = read_map<std::map<std::string, std::int64_t>>(
       at("property_checks"), p("property_checks"), read_count);
   const Json& worst = at("worst_rel_err");
@@ -487,6 +491,27 @@ std::vector<std::string> reproduce_commands(const CampaignReport& report) {
   return commands;
 }
 
+std::pair<std::string, std::int64_t> commonest_discard(const Tally& tally) {
+  std::pair<std::string, std::int64_t> commonest{"", 0};
+  for (const auto& [reason, count] : tally.discards_by_reason) {
+    if (count > commonest.second) commonest = {reason, count};
+  }
+  return commonest;
+}
+
+std::optional<std::string> CampaignReport::discard_budget_failure() const {
+  const Tally& tally = result;
+  if (tally.cases_run < kDiscardBudgetMinCases) return std::nullopt;
+  const double share = static_cast<double>(tally.discarded) / static_cast<double>(tally.cases_run);
+  if (share <= kMaxDiscardShare) return std::nullopt;
+  const auto [reason, count] = commonest_discard(tally);
+  char text[160];
+  std::snprintf(text, sizeof text, "%.1f%% of %lld cases discarded (budget %.0f%%)", 100 * share,
+                static_cast<long long>(tally.cases_run), 100 * kMaxDiscardShare);
+  return "DISCARD BUDGET EXCEEDED: " + std::string(text) + "; commonest reason (" +
+         std::to_string(count) + "): " + reason;
+}
+
 std::string report_to_json(const CampaignReport& report) {
   const CampaignResult& r = report.result;
   Json out;
@@ -500,8 +525,17 @@ std::string report_to_json(const CampaignReport& report) {
   out["shards"] = {{"count", report.shards.count}, {"indices", report.shards.indices}};
   out["block_cases"] = kBlockCases;
   out["self_check"] = report.self_check;
-  out["result"] = r.failure ? "failed" : r.divergence ? "self-check-diverged" : "passed";
+  const std::optional<std::string> discards = report.discard_budget_failure();
+  out["result"] = r.failure      ? "failed"
+                  : r.divergence ? "self-check-diverged"
+                  : discards     ? "discard-budget-exceeded"
+                                 : "passed";
   out["stopped_by"] = stop_name(r.stopped_by);
+  // Derived from the tally (not read back): the bound and, when the share
+  // exceeds it, the line the text report ends with.
+  out["discard_budget"] = {{"max_share", kMaxDiscardShare},
+                           {"min_cases", kDiscardBudgetMinCases},
+                           {"exceeded", discards ? Json(*discards) : Json()}};
   out["covered"] = ranges_json(r.covered);
   out["tally"] = tally_json(r);
   out["divergence"] = divergence_json(r.divergence);

@@ -246,7 +246,8 @@ void check_code_paths(const Case& c, CaseVerdict& verdict) {
 
 std::vector<std::string> property_names() {
   return {kGradientMatches, kUncompensatedRatio,   kCodePathsAgree, kScheduleIndependent,
-          kEqualLoss,       kPaddingSkipsPositive, kNoCrash,        kOracleAgrees};
+          kEqualLoss,       kPaddingSkipsPositive, kNoCrash,        kOracleAgrees,
+          kReferenceAcceptsValid};
 }
 
 const char* property_catching(step::CaughtBy caught_by) {
@@ -264,19 +265,66 @@ const char* property_catching(step::CaughtBy caught_by) {
   return kNoCrash;
 }
 
-std::optional<step::ReferenceValues> reference_or_discard(const Case& c, CaseVerdict& verdict) {
+namespace {
+
+// The reference rejected `c` with `reason`. A case the oracle also rejects,
+// or cannot judge (a mask decision or an embedding's direction within the
+// case's rounding, where the two may rightly differ), is discarded; one it
+// evaluates is valid input the reference failed on.
+void judge_rejection(const Case& c, const std::string& reason, OracleMode oracle,
+                     CaseVerdict& verdict) {
+  if (oracle != OracleMode::off) {
+    verdict.rejection_checked = true;
+    std::optional<OracleValues> values;
+    try {
+      values = oracle_values(c);
+    } catch (const InputError&) {
+      values.reset();  // invalid for the oracle too: a genuine discard
+    }
+    if (values && oracle_judges(c, *values)) {
+      verdict.failures.push_back(
+          {kReferenceAcceptsValid,
+           "the reference rejects a case the oracle evaluates (loss " +
+               format_detail(values->values.loss) + "): " + reason});
+      return;
+    }
+  }
+  verdict.discarded = true;
+  verdict.discard_reason = reason;
+}
+
+}  // namespace
+
+std::optional<step::ReferenceValues> reference_or_discard(const Case& c, OracleMode oracle,
+                                                          CaseVerdict& verdict,
+                                                          const ReferenceFunction& reference) {
   try {
-    return step::compute_case_reference(c);
+    return reference(c);
   } catch (const InputError& e) {
-    verdict.discarded = true;
-    verdict.discard_reason = e.what();
+    judge_rejection(c, e.what(), oracle, verdict);
     return std::nullopt;
   }
 }
 
+std::string discard_kind(const std::string& reason) {
+  std::string kind;
+  bool in_number = false;
+  for (const char ch : reason) {
+    const bool digit = ch >= '0' && ch <= '9';
+    if (!digit) {
+      kind += ch;
+    } else if (!in_number) {
+      kind += 'N';
+    }
+    in_number = digit;
+  }
+  return kind;
+}
+
 CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
   CaseVerdict verdict;
-  const std::optional<step::ReferenceValues> found = reference_or_discard(c, verdict);
+  const std::optional<step::ReferenceValues> found =
+      reference_or_discard(c, options.oracle, verdict);
   if (!found) return verdict;
   const step::ReferenceValues& reference = *found;
   const step::DistributedSetup setup = step::distributed_setup(c, options.mutant);

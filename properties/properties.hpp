@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ inline constexpr const char* kNoCrash = "step-runs";  // the distributed step di
 // The loss/ reference and the distributed step both agree with oracle/, an
 // implementation of SPEC sections 1, 2 and 4 that shares no code with them.
 inline constexpr const char* kOracleAgrees = "oracle-agrees";
+// The loss/ reference accepts every case the oracle finds a defined loss for:
+// a reference that throws InputError on such a case would otherwise turn it
+// into a silent discard (issue 30).
+inline constexpr const char* kReferenceAcceptsValid = "reference-accepts-valid-input";
 
 std::vector<std::string> property_names();
 
@@ -36,8 +41,10 @@ double owed_divisor(const Case& c);
 
 // Where oracle-agrees runs. sampled: on every case whose oracle work
 // (oracle_work) is at most kOracleWorkBound, and above it on every
-// kOracleSampleEvery-th case index: a deterministic sample. Never on float32
-// cases with the fake-negative mask (near ties, properties/oracle_agrees.cpp).
+// kOracleSampleEvery-th case index: a deterministic sample. every: on every
+// case, float32 cases with the fake-negative mask included (a mask decision
+// within the case's rounding is a near tie, counted and not judged:
+// oracle_judges in properties/oracle_agrees.hpp).
 enum class OracleMode { every, sampled, off };
 inline constexpr std::int64_t kOracleWorkBound = 250'000;
 inline constexpr std::int64_t kOracleSampleEvery = 16;
@@ -69,6 +76,9 @@ struct CaseVerdict {
   bool code_paths_checked = false;
   bool schedule_checked = true;  // false for an external step (no schedule of ours to vary)
   bool oracle_checked = false;
+  // The reference rejected the case and the oracle was asked whether it is
+  // valid (kReferenceAcceptsValid): a discard only when the oracle rejects it too.
+  bool rejection_checked = false;
   // false where an external step's result cannot be judged against the
   // reference: a mask decision or an embedding's direction within rounding
   // (properties/sut_step.cpp); gradient-matches-reference is not counted then.
@@ -87,9 +97,23 @@ struct PropertyOptions {
 
 CaseVerdict check_case(const Case& c, const PropertyOptions& options);
 
+// How the reference values of a case are computed: step::compute_case_reference,
+// unless a test hands in a reference of its own (no hook in production code).
+using ReferenceFunction = std::function<step::ReferenceValues(const Case&)>;
+
 // The reference values of `c`; none when the reference rejects the case
-// (InputError), which `verdict` then records as discarded with the reason.
-std::optional<step::ReferenceValues> reference_or_discard(const Case& c, CaseVerdict& verdict);
+// (InputError). Unless `oracle` is off, the oracle is then asked: where it
+// finds a defined loss (and judges the case: no mask decision or embedding
+// direction within rounding), the rejection is a kReferenceAcceptsValid
+// failure; otherwise `verdict` records a discard with the reference's reason.
+std::optional<step::ReferenceValues> reference_or_discard(
+    const Case& c, OracleMode oracle, CaseVerdict& verdict,
+    const ReferenceFunction& reference = step::compute_case_reference);
+
+// A discard reason with its numbers taken out ("group 3: every logit is
+// masked" -> "group N: every logit is masked"): the reports count discards
+// by this kind.
+std::string discard_kind(const std::string& reason);
 
 // The step's report against what it owes: the reference, or reference / P
 // (property 2, then counted as checked and shown in reference_divided_by).

@@ -81,6 +81,18 @@ TestCase self_check_test(const CampaignReport& report) {
   return test;
 }
 
+// The discard budget (campaign_report.hpp): failed when the share exceeds it.
+TestCase discard_budget_test(const CampaignReport& report) {
+  TestCase test{"infonce-sim.discards", "within the discard budget"};
+  test.message = std::to_string(report.result.discarded) + " of " +
+                 std::to_string(report.result.cases_run) + " cases discarded";
+  if (const auto failure = report.discard_budget_failure()) {
+    test.status = TestCase::Status::failed;
+    test.message = *failure;
+  }
+  return test;
+}
+
 void write_case(std::ostream& out, const TestCase& test) {
   out << "    <testcase classname=\"" << xml_escape(test.classname) << "\" name=\""
       << xml_escape(test.name) << "\"";
@@ -150,6 +162,7 @@ void write_report_junit(std::ostream& out, const CampaignReport& report) {
   std::vector<TestCase> cases = property_cases(report);
   if (!report.mutant.empty()) cases.push_back(mutant_case(report));
   if (report.self_check) cases.push_back(self_check_test(report));
+  cases.push_back(discard_budget_test(report));
   std::int64_t failures = 0, skipped = 0;
   for (const TestCase& test : cases) {
     failures += test.status == TestCase::Status::failed;
@@ -173,6 +186,9 @@ void write_report_junit(std::ostream& out, const CampaignReport& report) {
   property("limits", report.limits);
   property("cases_run", std::to_string(report.result.cases_run));
   property("discarded", std::to_string(report.result.discarded));
+  for (const auto& [reason, count] : report.result.discards_by_reason) {
+    property("discarded: " + reason, std::to_string(count));
+  }
   out << "    </properties>\n";
   for (const TestCase& test : cases) write_case(out, test);
   std::ostringstream summary;

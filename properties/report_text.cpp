@@ -57,6 +57,9 @@ void write_header(std::ostream& out, const CampaignReport& report) {
   for (const auto& [property, count] : r.property_checks) {
     out << "  " << property << ": checked " << count << " times\n";
   }
+  for (const auto& [reason, count] : r.discards_by_reason) {
+    out << "  discarded " << count << " times: " << reason << "\n";
+  }
 }
 
 void write_coverage(std::ostream& out, const Coverage& coverage) {
@@ -94,6 +97,10 @@ void write_report_text(std::ostream& out, const CampaignReport& report) {
   }
   if (r.divergence) {
     out << "SELF-CHECK FAILED: case " << r.divergence->case_index << " did not rerun bit for bit\n";
+    return;
+  }
+  if (const auto discards = report.discard_budget_failure()) {
+    out << *discards << "\n";
     return;
   }
   char worst[128];

@@ -7,8 +7,11 @@
 #include "base/assert.hpp"
 #include "base/error.hpp"
 #include "base/rng.hpp"
+#include "prediction/strategy_prediction.hpp"
 #include "properties/campaign.hpp"
 #include "properties/clip_case.hpp"
+#include "properties/oracle_agrees.hpp"
+#include "properties/properties.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
 
@@ -120,13 +123,42 @@ std::string number(double value) {
   return text;
 }
 
+// The prediction a case is judged by: prediction/'s own derivation, which
+// shares no function with the rank program (issue 30: a slip in the backward
+// scale passed when the prediction called the step's own function), in
+// step::Prediction's terms for the reports.
+step::Prediction predicted(const step::Strategy& strategy, step::ParameterGroup group,
+                           const step::StepShape& shape) {
+  using prediction::Outcome;
+  const prediction::Expected expected = prediction::expected_gradient(
+      strategy,
+      group == step::ParameterGroup::encoders ? prediction::Parameters::encoders
+                                              : prediction::Parameters::direct,
+      {.dp = shape.dp,
+       .world = shape.world,
+       .equal_batches = shape.equal_batches,
+       .use_batch = shape.use_batch});
+  step::Prediction out;
+  out.depends_on_equal_batches = expected.needs_equal_batches;
+  if (expected.outcome == Outcome::exact_multiple) {
+    out.ratio = expected.ratio();
+    out.verdict = out.ratio == 1.0 ? step::Verdict::correct : step::Verdict::ratio;
+    return out;
+  }
+  out.verdict = step::Verdict::no_single_ratio;
+  out.ratio = 0;
+  out.cause = expected.outcome == Outcome::dropped_terms ? step::NoRatioCause::dropped_terms
+                                                         : step::NoRatioCause::unequal_batches;
+  return out;
+}
+
 // The direct group's gradient (after W's entries in the flat gradient)
 // against the prediction for the direct parameters, as the encoders' below.
 void judge_direct(const Case& c, const std::vector<double>& flat,
                   const step::ReferenceValues& reference, const step::Tolerance& t,
                   StrategyCaseResult& result) {
   result.direct_prediction =
-      step::predict(result.strategy, step::ParameterGroup::direct, result.shape);
+      predicted(result.strategy, step::ParameterGroup::direct, result.shape);
   const auto weights = static_cast<std::size_t>(c.weight.size());
   result.direct_values = {flat.at(weights), reference.direct_grad.at(0)};
   if (result.direct_prediction.verdict == step::Verdict::no_single_ratio) {
@@ -277,19 +309,61 @@ Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits
   return c;
 }
 
-StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner) {
+namespace {
+
+// The reference of `c` judged by the oracle as oracle-agrees judges it (its
+// rejections as reference_or_discard does); sets `result` to the discard or
+// the mismatch and returns none where the case goes no further.
+std::optional<step::ReferenceValues> oracle_judged_reference(const Case& c,
+                                                             StrategyCaseResult& result) {
+  CaseVerdict verdict;
+  std::optional<step::ReferenceValues> reference =
+      reference_or_discard(c, OracleMode::every, verdict);
+  if (reference) {
+    const std::optional<OracleValues> oracle = judging_oracle(c, verdict);
+    if (oracle) {
+      result.oracle_judged = true;
+      const double used = tolerance_used(c, *reference, *oracle);
+      if (!(used <= 1)) {
+        verdict.failures.push_back({kOracleAgrees, "the reference differs from the oracle (" +
+                                                       number(used) + " of its tolerance)"});
+      }
+    }
+  }
+  if (verdict.discarded) {
+    result.observation = StrategyObservation::discarded;
+    result.detail = verdict.discard_reason;
+  } else if (!verdict.failures.empty()) {
+    result.oracle_judged = true;
+    result.observation = StrategyObservation::mismatch;
+    result.detail = verdict.failures.front().property + ": " + verdict.failures.front().detail;
+  } else {
+    return reference;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner, bool oracle) {
   INFONCE_ASSERT(c.strategy.has_value());
   StrategyCaseResult result;
   result.strategy = *c.strategy;
   result.shape = step_shape(c);
-  result.prediction = step::predict(result.strategy, step::ParameterGroup::encoders, result.shape);
+  result.prediction = predicted(result.strategy, step::ParameterGroup::encoders, result.shape);
   step::ReferenceValues reference;
-  try {
-    reference = step::compute_case_reference(c);
-  } catch (const InputError& e) {
-    result.observation = StrategyObservation::discarded;
-    result.detail = e.what();
-    return result;
+  if (oracle) {
+    std::optional<step::ReferenceValues> judged = oracle_judged_reference(c, result);
+    if (!judged) return result;
+    reference = std::move(*judged);
+  } else {
+    try {
+      reference = step::compute_case_reference(c);
+    } catch (const InputError& e) {
+      result.observation = StrategyObservation::discarded;
+      result.detail = e.what();
+      return result;
+    }
   }
   result.reference_zero = reference.grad.squaredNorm() == 0;
   // The 1,000,000-case run (seed 2) found 9 such cases, all float32 with the
@@ -396,6 +470,18 @@ std::int64_t StrategyCampaignResult::mismatched() const {
   return total;
 }
 
+std::int64_t StrategyCampaignResult::oracle_judged_clip() const {
+  std::int64_t total = 0;
+  for (const StrategyCell& cell : clip_cells) total += cell.oracle_judged;
+  return total;
+}
+
+std::int64_t StrategyCampaignResult::oracle_judged() const {
+  std::int64_t total = oracle_judged_clip();
+  for (const StrategyCell& cell : cells) total += cell.oracle_judged;
+  return total;
+}
+
 FamilyChoice parse_family_choice(const std::string& text) {
   if (text == "both") return FamilyChoice::both;
   if (text == "infonce") return FamilyChoice::infonce;
@@ -415,13 +501,14 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
       r.strategy = *c.strategy;
       r.detail = "outside the step's supports: " + *reason;  // discarded
     } else {
-      r = check_strategy_case(c, options.runner);
+      r = check_strategy_case(c, options.runner, options.oracle);
     }
     StrategyCell& cell = (c.clip ? out.clip_cells : out.cells)[strategy_index(r.strategy)];
     ++cell.cases;
     ++out.cases;
     cell.direct_confirmed += r.direct == DirectObservation::confirmed ? 1 : 0;
     cell.direct_one_number += r.direct == DirectObservation::one_number ? 1 : 0;
+    cell.oracle_judged += r.oracle_judged ? 1 : 0;
     switch (r.observation) {
       case StrategyObservation::discarded:
         ++cell.discarded;
@@ -492,7 +579,7 @@ constexpr double kDirectWitnessMargin = 1e-3;
 std::optional<double> equal_batches_direct_ratio(const StrategyCaseResult& r) {
   step::StepShape equal = r.shape;
   equal.equal_batches = true;
-  const step::Prediction p = step::predict(r.strategy, step::ParameterGroup::direct, equal);
+  const step::Prediction p = predicted(r.strategy, step::ParameterGroup::direct, equal);
   if (p.verdict == step::Verdict::no_single_ratio) return std::nullopt;
   return p.ratio;
 }

@@ -75,6 +75,9 @@ struct StrategyCaseResult {
   // no_counterexample: a zero reference, D x F = 1, or a DP shard without a group
   bool trivially_parallel = false;
   bool reference_zero = false;  // the reference gradient is exactly 0
+  // The oracle judged the case's reference (StrategyCampaignOptions::oracle):
+  // it agreed, or the case is a mismatch saying how it differed.
+  bool oracle_judged = false;
 };
 
 // Runs a case's data-parallel step, given the case's reference. Unset: the
@@ -91,7 +94,11 @@ struct StepRun {
 using StepRunner = std::function<StepRun(const Case&, const step::ReferenceValues&)>;
 
 // Checks `c` (its strategy key set) against the prediction for its shape.
-StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner = {});
+// With `oracle`, the reference the step is judged against is first judged
+// by oracle/ (as oracle-agrees does, docs/oracle.md): a reference that differs
+// from it, or rejects a case it evaluates, makes the case a mismatch.
+StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner = {},
+                                       bool oracle = false);
 
 // The shape the prediction needs: P, W, use_batch, and whether every DP
 // shard has the same number of groups in every micro-step that runs.
@@ -110,6 +117,10 @@ struct StrategyCampaignOptions {
   bool learnable_temperature = true;
   std::function<std::optional<std::string>(const Case&)> skip;
   StepRunner runner;  // unset: the fiber simulator
+  // Judge every case's reference by oracle/ (check_strategy_case): the only
+  // campaign that draws the CLIP family and learnable temperatures, so the
+  // only one where the oracle sees them (issue 30).
+  bool oracle = false;
 };
 
 // Case `index` of the strategy campaign: the main campaign's case (seed,
@@ -144,6 +155,7 @@ struct StrategyCell {
   // The direct group (a learnable inverse temperature), on the cases that have it:
   std::int64_t direct_confirmed = 0;   // the predicted r x the reference's (r = 1: correct)
   std::int64_t direct_one_number = 0;  // predicted no single ratio (not judged: one number)
+  std::int64_t oracle_judged = 0;      // cases whose reference the oracle judged
   std::optional<std::int64_t> first_mismatch_index;
   std::string first_mismatch;  // one line: the case and what differed
   std::string first_discard;   // one line: the first discarded case and why
@@ -154,6 +166,8 @@ struct StrategyCampaignResult {
   std::array<StrategyCell, 36> clip_cells;  // CLIP, likewise
   std::int64_t cases = 0;
   std::int64_t mismatched() const;
+  std::int64_t oracle_judged() const;       // both families
+  std::int64_t oracle_judged_clip() const;  // CLIP only
 };
 
 StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& options);

@@ -168,7 +168,7 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
                                 const PropertyOptions& options) {
   CaseVerdict verdict;
   verdict.schedule_checked = false;
-  std::optional<step::ReferenceValues> found = reference_or_discard(c, verdict);
+  std::optional<step::ReferenceValues> found = reference_or_discard(c, options.oracle, verdict);
   if (!found) return verdict;
   step::ReferenceValues reference = std::move(*found);
   const sut::StepOutcome outcome = session.run(c);

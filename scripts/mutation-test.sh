@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Mutation testing of loss/ by source patches (docs/mutation-testing.md).
+# Mutation testing by source patches (docs/mutation-testing.md).
 #
 #   scripts/mutation-test.sh [PATCH...]      (default: every tests/mutation/patches/*.patch)
 #
-# For each patch: restore a copy of the tree's loss/ (under build/mutation/),
-# apply the patch there (patch -p1 --fuzz=2, so small context changes in
-# loss/ do not break it), rebuild infonce-sim in that copy (ccache keeps this
-# to the one changed file and the link), then run `check --profile ci` twice:
-# with the oracle (oracle-agrees on, --oracle sampled: the ci default) and
-# with --oracle off (what the campaign judged before the oracle). Prints one
-# markdown table row per patch: caught or not, cases until caught, the shrunk
-# case, and the properties the shrunk case fails (the first is the one the
-# campaign reports). Exit status 1 if some patch escapes
-# the oracle-on run. The working tree itself is never modified.
+# For each patch: restore a copy of the tree's patchable sources (loss/,
+# step/, sim/, prediction/; under build/mutation/), apply the patch there
+# (patch -p1 --fuzz=2, so small context changes do not break it), rebuild
+# infonce-sim in that copy (ccache keeps this to the changed file and the
+# link), then run four campaigns:
+#   - `check --profile ci` with the oracle (--oracle sampled, the ci default)
+#     and with --oracle off (what the campaign judged before the oracle);
+#   - `check --strategies all --profile ci` (every strategy point and both
+#     loss families, the CLIP family and learnable temperatures included) with
+#     the oracle judging every case's reference, and with --oracle off.
+# Prints one markdown table row per patch: caught or not, cases until caught,
+# the properties the shrunk case fails (the first is the one the campaign
+# reports) and its size, and what each strategy campaign found. Exit status 1
+# if some patch escapes both oracle-on runs. The working tree itself is never
+# modified.
 #
 # Environment: MUTATION_DIR (default build/mutation; the copy is MUTATION_DIR/tree), MUTATION_CASES (default:
-# the ci profile's budget), JOBS (campaign threads, default 2).
+# the ci profile's budget), JOBS (campaign threads, default 2), MUTATION_STRATEGIES=0 (skip
+# the two strategy campaigns).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,12 +45,16 @@ for p in "${patches[@]}"; do
   [[ -f "$p" ]] || { echo "mutation-test: no patch file '$p'" >&2; exit 2; }
 done
 
+# The directories patches may change: restored file by file (restore_sources).
+patchable=(loss step sim prediction)
+
 # A copy of the sources (no build tree, no git metadata), configured once.
 copy_tree() {
   mkdir -p "$tree"
   for entry in "$root"/*; do
     name=$(basename "$entry")
-    [[ "$name" == build || "$name" == loss ]] && continue  # loss/: restore_loss
+    [[ "$name" == build ]] && continue
+    [[ " ${patchable[*]} " == *" $name "* ]] && continue  # restore_sources
     # Unchanged entries keep their copy (and its mtimes, so nothing rebuilds).
     if ! diff -rq "$entry" "$tree/$name" >/dev/null 2>&1; then
       rm -rf "${tree:?}/$name"
@@ -54,17 +64,20 @@ copy_tree() {
 }
 # Copies back only the files that differ, with a fresh mtime, so that ninja
 # rebuilds exactly what the previous patch touched.
-restore_loss() {
-  local file
-  for file in "$root"/loss/*; do
-    cmp -s "$file" "$tree/loss/$(basename "$file")" || cp "$file" "$tree/loss/"
+restore_sources() {
+  local dir file relative
+  for dir in "${patchable[@]}"; do
+    while IFS= read -r -d '' file; do
+      relative=${file#"$root"/}
+      mkdir -p "$(dirname "$tree/$relative")"
+      cmp -s "$file" "$tree/$relative" || cp "$file" "$tree/$relative"
+    done < <(find "$root/$dir" -type f -print0)
+    find "$tree/$dir" \( -name '*.orig' -o -name '*.rej' \) -delete
   done
-  rm -f "$tree"/loss/*.orig "$tree"/loss/*.rej
 }
 
 copy_tree
-mkdir -p "$tree/loss"
-restore_loss
+restore_sources
 
 # The copy's build directory is seeded from the tree's own build/ (object
 # files kept, absolute paths rewritten), so a patch recompiles one file and
@@ -94,32 +107,61 @@ run_check() {
     echo "crash|-|exit $status|-"
     return
   fi
-  jq -r 'if .failure == null then "no|\(.tally.cases_run)|-|-"
-         else "yes|\(.failure.case_index + 1)|\([.failure.failures[].property] | join(" + "))|\(.failure.shrunk)" end' "$json"
+  jq -r 'if .failure != null then
+           "yes|\(.failure.case_index + 1)|\([.failure.failures[].property] | join(" + "))|\(.failure.shrunk_spec.world)/\(.failure.shrunk_spec.dp)/\([.failure.shrunk_spec.negatives[][][]] | length)"
+         elif .result == "discard-budget-exceeded" then
+           "yes|\(.tally.cases_run)|discard budget: \(.discard_budget.exceeded)|-"
+         else "no|\(.tally.cases_run)|-|-" end' "$json"
+}
+
+# run_strategies NAME MODE -> "caught|mismatches|first mismatch" from the strategy campaign.
+run_strategies() {
+  local name=$1 mode=$2 text="$work/$1.strategies.$2.txt" status=0
+  "$build/infonce-sim" check --strategies all --profile ci --oracle "$mode" >"$text" \
+    2>"$work/$name.strategies.$mode.err" || status=$?
+  if [[ $status -gt 1 ]]; then
+    echo "crash|-|exit $status"
+  elif grep -q '^PASS:' "$text"; then
+    echo "no|0|-"
+  else
+    local count first
+    count=$(sed -n 's/^FAIL: \([0-9]*\) cases differ.*/\1/p' "$text")
+    first=$(grep -m1 '^  ' "$text" | sed 's/^  //; s/|/\\|/g' | cut -c1-160)
+    echo "yes|$count|$first"
+  fi
 }
 
 escaped=0
-echo "| patch | oracle on: caught | cases until caught | caught by | shrunk case | oracle off: caught | cases until caught | caught by |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| patch | ci, oracle on: caught | cases until caught | properties | shrunk W/P/groups | ci, oracle off: caught | cases until caught | properties | strategies, oracle on | strategies, oracle off |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for p in "${patches[@]}"; do
   name=$(basename "$p" .patch)
-  restore_loss
+  restore_sources
   if ! patch -p1 --fuzz=2 --silent -d "$tree" <"$p" >"$work/$name.patch.log" 2>&1; then
-    echo "| $name | does not apply (see $work/$name.patch.log) | | | | | | |"
+    echo "| $name | does not apply (see $work/$name.patch.log) | | | | | | | | |"
     escaped=1
     continue
   fi
   if ! cmake --build "$build" --target infonce-sim >"$work/$name.build.log" 2>&1; then
-    echo "| $name | does not build (see $work/$name.build.log) | | | | | | |"
+    echo "| $name | does not build (see $work/$name.build.log) | | | | | | | | |"
     escaped=1
     continue
   fi
   IFS='|' read -r on_caught on_cases on_property on_shrunk <<<"$(run_check "$name" sampled)"
   IFS='|' read -r off_caught off_cases off_property _ <<<"$(run_check "$name" off)"
-  [[ "$on_caught" == yes ]] || escaped=1
+  s_on_caught=skipped s_off_caught=skipped
+  if [[ "${MUTATION_STRATEGIES:-1}" == 1 ]]; then
+    IFS='|' read -r s_on_caught s_on_count s_on_first <<<"$(run_strategies "$name" every)"
+    IFS='|' read -r s_off_caught s_off_count _ <<<"$(run_strategies "$name" off)"
+  fi
+  [[ "$on_caught" == yes || "$s_on_caught" == yes ]] || escaped=1
   [[ "$on_caught" == yes ]] || on_cases="(ran $on_cases)"
   [[ "$off_caught" == yes ]] || off_cases="(ran $off_cases)"
-  echo "| $name | $on_caught | $on_cases | $on_property | $on_shrunk | $off_caught | $off_cases | $off_property |"
+  s_on="$s_on_caught"
+  [[ "$s_on_caught" == yes ]] && s_on="yes ($s_on_count cases; $s_on_first)"
+  s_off="$s_off_caught"
+  [[ "$s_off_caught" == yes ]] && s_off="yes ($s_off_count cases)"
+  echo "| $name | $on_caught | $on_cases | $on_property | $on_shrunk | $off_caught | $off_cases | $off_property | $s_on | $s_off |"
 done
-restore_loss
+restore_sources
 exit $escaped

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "base/assert.hpp"
+#include "step/row_bounds.hpp"
 #include "loss/clip.hpp"
 #include "loss/encoder.hpp"
 #include "sim/ddp.hpp"
@@ -41,6 +42,7 @@ TowerGradient<Scalar> tower_gradient(const Matrix<Scalar>& grad_docs,
     out.total = grad_docs + grad_queries;
     return out;
   }
+  INFONCE_ASSERT_ROWS(own_offset, grad_queries.rows(), grad_docs.rows());
   out.total = grad_docs;
   out.total.middleRows(own_offset, grad_queries.rows()) += grad_queries;
   out.query_rows = Matrix<Scalar>::Zero(grad_docs.rows(), grad_docs.cols());

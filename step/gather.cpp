@@ -4,6 +4,7 @@
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
+#include "step/row_bounds.hpp"
 
 namespace infonce::step {
 
@@ -121,9 +122,12 @@ AssembledRows<Scalar> assemble_rows(const Gathered<Scalar>& gathered, const Matr
     out.slot_rows.push_back(i == own_slot ? local.rows() : gathered.shards[i].rows);
     rows += out.slot_rows.back();
   }
+  INFONCE_ASSERT_INDEX(own_slot, slots);
   out.rows.resize(rows, local.cols());
   std::int64_t row = 0;
   for (std::int32_t i = 0; i < slots; ++i) {
+    const std::int64_t slot_rows = i == own_slot ? local.rows() : gathered.shards[i].rows;
+    INFONCE_ASSERT_ROWS(row, slot_rows, out.rows.rows());
     if (i == own_slot) {
       out.rows.middleRows(row, local.rows()) = local;
       row += local.rows();
@@ -162,16 +166,22 @@ Matrix<Scalar> own_rows_gradient(sim::Communicator& comm, const sim::Group& dp_g
                                  const std::vector<std::int64_t>& slot_rows,
                                  std::int64_t own_offset, std::int64_t own_rows,
                                  std::int32_t dp_rank) {
+  // Whatever the gather, the own rows are one slot of the gathered rows.
+  INFONCE_ASSERT_ROWS(own_offset, own_rows, grad_embeddings.rows());
   switch (gather) {
     case GatherKind::detached_own_live:
       return grad_embeddings.middleRows(own_offset, own_rows);
     case GatherKind::detached:
-      if (query_rows != nullptr) return query_rows->middleRows(own_offset, own_rows);
+      if (query_rows != nullptr) {
+        INFONCE_ASSERT(query_rows->rows() == grad_embeddings.rows());
+        return query_rows->middleRows(own_offset, own_rows);
+      }
       return Matrix<Scalar>::Zero(own_rows, grad_embeddings.cols());
     case GatherKind::autograd: {
       std::vector<std::int64_t> counts;
       for (const std::int64_t rows : slot_rows) counts.push_back(rows * grad_embeddings.cols());
       INFONCE_ASSERT(counts.size() == static_cast<std::size_t>(dp_group.size()));
+      INFONCE_ASSERT_INDEX(dp_rank, dp_group.size());
       if (slot_rows[static_cast<std::size_t>(dp_rank)] != own_rows) {
         throw InputError("an autograd gather needs the rank's own rows in its DP slot");
       }

@@ -17,6 +17,7 @@
 #include "step/clip_rank_program.hpp"
 #include "step/flat_gradient.hpp"
 #include "step/gather.hpp"
+#include "step/row_bounds.hpp"
 #include "step/strategy.hpp"
 
 namespace infonce::step {
@@ -54,6 +55,7 @@ ConcatenatedShards<Scalar> concatenate_shards(const sim::GatheredObjects& object
     const ShardView& shard = shards[i];
     if (shard.rows == 0) continue;
     INFONCE_ASSERT(shard.cols == cols);
+    INFONCE_ASSERT_ROWS(out.row_offsets[i], shard.rows, matrix->rows());
     std::memcpy(matrix->row(out.row_offsets[i]).data(), shard.values,
                 sizeof(Scalar) * static_cast<std::size_t>(shard.rows * shard.cols));
   }
@@ -144,6 +146,9 @@ loss::GroupLayout rank_major_documents(const loss::GroupLayout& layout,
   std::vector<std::int32_t> rows;
   for (std::int32_t g = 0; g < layout.group_count(); ++g) {
     const auto original = layout.group(g);
+    INFONCE_ASSERT_ROWS(static_cast<std::int64_t>(next_negative),
+                        static_cast<std::int64_t>(original.size()) - 2,
+                        static_cast<std::int64_t>(documents.size()));
     rows.assign({original[0], documents[static_cast<std::size_t>(g)]});
     for (std::size_t k = 2; k < original.size(); ++k) rows.push_back(documents[next_negative++]);
     out.add_group(rows);
@@ -172,6 +177,7 @@ loss::GroupLayout targets_at_world_rank(const loss::GroupLayout& layout,
     rows.assign(layout.group(g).begin(), layout.group(g).end());
     if (slot_of_group[g] == own_slot) {
       const std::int32_t target = g - first_own + first_of_world_slot;
+      INFONCE_ASSERT(target >= 0);
       if (target >= layout.group_count()) {
         throw InputError("target " + std::to_string(target) + " is outside the " +
                          std::to_string(layout.group_count()) +
@@ -225,6 +231,7 @@ OwnGroups own_groups(const loss::GroupLayout& layout, const std::vector<std::int
     own.first += slot < own_slot ? 1 : 0;
     own.count += slot == own_slot ? 1 : 0;
   }
+  INFONCE_ASSERT_ROWS(own.first, own.count, layout.group_count());
   return own;
 }
 
@@ -277,6 +284,8 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
                                 direct_parameter_count(c));
   Matrix<Scalar> features_storage;  // float cases: the features cast to float
   for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
+    INFONCE_ASSERT_INDEX(micro, static_cast<std::int32_t>(c.batches.size()));
+    INFONCE_ASSERT_INDEX(dp_rank, static_cast<std::int32_t>(c.batches[micro].size()));
     const loss::ShardBatch& batch = c.batches[micro][dp_rank];
     const Matrix<Scalar>& features = as_scalar<Scalar>(batch.features, features_storage);
     const Matrix<Scalar> local = loss::encode(weight, features, c.encoder_normalize);
@@ -304,6 +313,7 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
           });
           global.shared = concatenation->embeddings;
           const auto& offsets = concatenation->row_offsets;
+          INFONCE_ASSERT_INDEX(own_slot, static_cast<std::int32_t>(offsets.size()) - 1);
           global.own_offset = offsets[static_cast<std::size_t>(own_slot)];
           if (needs_slot_rows) {
             for (std::size_t i = 0; i + 1 < offsets.size(); ++i)
@@ -332,6 +342,7 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     }
     const Matrix<Scalar>& embeddings = global.matrix();
     const auto row_count = static_cast<std::int32_t>(embeddings.rows());
+    INFONCE_ASSERT_ROWS(global.own_offset, local.rows(), embeddings.rows());
 
     SharedInput<loss::GroupLayout> shared_layout;
     loss::GroupLayout layout;

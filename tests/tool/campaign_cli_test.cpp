@@ -276,6 +276,7 @@ TEST(Check, JunitIsWellFormedXmlWithATestcasePerPropertyAndMutant) {
   std::vector<std::string> expected = properties::property_names();
   expected.push_back("ga-twice is caught");
   expected.push_back("reruns are bit-identical");
+  expected.push_back("within the discard budget");
   EXPECT_EQ(testcases, expected);
   // gradient-matches-reference, with the shrunk case, and oracle-agrees: the
   // step's gradient is wrong against the oracle too.
@@ -292,7 +293,8 @@ TEST(Check, PassingJunitHasNoFailure) {
       run_infonce_sim({"check", "--seed", "3", "--cases", "100", "--format", "junit"});
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(xml_problem(result.out), "");
-  EXPECT_NE(result.out.find("<testsuites name=\"infonce-sim\" tests=\"8\" failures=\"0\""),
+  // A test per property (9), and the discard budget's.
+  EXPECT_NE(result.out.find("<testsuites name=\"infonce-sim\" tests=\"10\" failures=\"0\""),
             std::string::npos)
       << result.out;
 }
