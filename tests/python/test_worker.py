@@ -207,3 +207,13 @@ def test_the_readme_adapter_runs(tmp_path, real_trainer):
         expect = json.loads(path.read_text())["expect"]
         assert "error" not in response, response
         assert max_rel(response["grad"], expect["grad"]) <= 1e-10
+
+
+def test_the_readme_documents_what_an_adapter_gets_and_returns():
+    """python/README.md's adapter reference names every RankContext member an adapter uses
+    (the conformance adapter and the field's adapters use each), and the loss's pair return."""
+    readme = (ROOT / "python" / "README.md").read_text()
+    for member in ("inputs(micro)", "encode(x)", "direct", "dp_group", "replayed_draws()",
+                   "autograd_gather", "decline(case)"):
+        assert f"`{member}`" in readme, member
+    assert "(backpropagated, reported)" in readme and "zero leaf" in readme
