@@ -195,6 +195,8 @@ class Worker:
             reason = getattr(self.adapter, "decline", lambda _case: None)(case)
             if reason:
                 raise Declined(reason)
+            # The case as the trainer runs it (e.g. a strategy point baked into its code).
+            case = getattr(self.adapter, "prepare", lambda same: same)(case)
             result = self.runtime.run(self.adapter, case,
                                       self.supports.get("replays_padding_draws", False))
             matrices = {}  # id(tensor) -> its JSON: ranks of one reduction share a tensor

@@ -89,18 +89,21 @@ class ConformanceAdapter:
         self.point = parse_point(strategy) if strategy else None
         if self.point is not None:
             self.name = f"{self.name}, always at {self.point.point()}"
+            keys = [key for key in SUPPORTS["extension_keys"] if key != "strategy"]
+            self.supports["extension_keys"] = keys  # it runs its own point, not the case's
 
     def decline(self, case):
         if self.point is not None and case.reduction != self.point.reduction:
             return f"this trainer reduces by {self.point.reduction}, the case by {case.reduction}"
         return None
 
-    def _at_own_point(self, ctx):
-        if self.point is not None and ctx.case.strategy is not None:
-            ctx.case = dataclasses.replace(ctx.case, strategy=self.point)
+    def prepare(self, case):
+        """The case as this trainer runs it: at its own point, when it has one."""
+        if self.point is None:
+            return case
+        return dataclasses.replace(case, strategy=self.point)
 
     def loss(self, ctx, embeddings, labels):
-        self._at_own_point(ctx)
         if ctx.case.strategy is not None or ctx.case.learnable_temperature:
             from ..strategic import infonce_strategy_loss  # issue 13's keys
             return (yield from infonce_strategy_loss(ctx, embeddings, labels))
@@ -114,7 +117,6 @@ class ConformanceAdapter:
         return loss * scale, loss
 
     def clip_loss(self, ctx, image, text, logit_scale, logit_bias):
-        self._at_own_point(ctx)
         from ..strategic import clip_strategy_loss
         return (yield from clip_strategy_loss(ctx, image, text, logit_scale, logit_bias))
 
