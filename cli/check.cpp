@@ -574,6 +574,9 @@ int run_check_on_fibers(const CommandContext& context) {
     s.report.sut_name = sut->handshake().name;
     s.report.restricted_axes = properties::restricted_axes(s.campaign.limits.restriction,
                                                            parse_limits("check", s.report.limits));
+    for (std::string& note : properties::handshake_notes(sut->handshake().supports)) {
+      s.report.restricted_axes.push_back(std::move(note));
+    }
   }
   properties::CampaignReport report = s.report;
   report.program = std::string(context.program);

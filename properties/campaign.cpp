@@ -51,6 +51,7 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   add_coverage(spec, result.coverage);
   if (verdict.discarded) {
     ++result.discarded;
+    if (!verdict.declined.empty()) ++result.declined[verdict.declined];
     return;
   }
   for (const char* p : {kEqualLoss, kPaddingSkipsPositive, kNoCrash}) ++result.property_checks[p];
@@ -94,7 +95,7 @@ PropertyOptions property_options_of(const CampaignOptions& options, const CaseSp
 
 // The case a spec stands for, as the step at hand runs it.
 Case case_of(const CaseSpec& spec, const CampaignOptions& options) {
-  Case c = build_case(spec);
+  Case c = build_restricted_case(spec, options.limits.restriction);
   return options.external ? options.external->adapt(std::move(c)) : c;
 }
 
@@ -480,6 +481,7 @@ std::int64_t ErrorHistogram::total() const {
 void Tally::merge(const Tally& other) {
   cases_run += other.cases_run;
   discarded += other.discarded;
+  for (const auto& [reason, count] : other.declined) declined[reason] += count;
   for (const auto& [property, count] : other.property_checks) property_checks[property] += count;
   worst_rel_err = std::max(worst_rel_err, other.worst_rel_err);
   worst_rel_err_float = std::max(worst_rel_err_float, other.worst_rel_err_float);

@@ -62,6 +62,8 @@ struct ErrorHistogram {
 struct Tally {
   std::int64_t cases_run = 0;  // generated and checked (discards included)
   std::int64_t discarded = 0;
+  // Of the discarded: the cases an external step declined, by its reason.
+  std::map<std::string, std::int64_t> declined;
   std::map<std::string, std::int64_t> property_checks;  // how often each property was checked
   // Worst gradient error of passing cases relative to the summand scale
   // (CaseReport::scaled_err), per scalar type.

@@ -63,6 +63,7 @@ Json tally_json(const Tally& tally) {
   Json out;
   out["cases_run"] = tally.cases_run;
   out["discarded"] = tally.discarded;
+  if (!tally.declined.empty()) out["declined"] = tally.declined;
   out["property_checks"] = tally.property_checks;
   out["worst_rel_err"] = {{"float64", tally.worst_rel_err}, {"float32", tally.worst_rel_err_float}};
   out["coverage"] = tally.coverage;
@@ -317,6 +318,10 @@ void read_tally(const Json& value, const std::string& path, Tally& tally) {
   auto p = [&](const char* key) { return join(path, key); };
   tally.cases_run = read_count(at("cases_run"), p("cases_run"));
   tally.discarded = read_count(at("discarded"), p("discarded"));
+  if (value.contains("declined")) {
+    tally.declined = read_map<std::map<std::string, std::int64_t>>(at("declined"), p("declined"),
+                                                                   read_count);
+  }
   tally.property_checks = read_map<std::map<std::string, std::int64_t>>(
       at("property_checks"), p("property_checks"), read_count);
   const Json& worst = at("worst_rel_err");

@@ -111,7 +111,27 @@ Restriction restriction_of(const sut::Supports& s) {
   r.max_replicas = s.max_replicas;
   r.min_dim = s.min_dim;
   r.padding = has(s.padding, loss::Padding::fixed) ? loss::Padding::fixed : loss::Padding::legacy;
+  r.unequal_batches = s.unequal_batches;
+  r.unequal_documents = s.unequal_documents;
+  r.unequal_shapes = s.unequal_shapes;
+  r.per_rank_rng = has(s.rng_modes, RngMode::per_rank);
+  // A CLIP case carries the extension key "family": only for a SUT that declares it.
+  r.infonce = s.infonce_family;
+  r.clip = s.clip_family && s.declares("family");
+  r.logit_bias = s.logit_bias;
+  if (!r.infonce && !r.clip) {
+    throw InputError(
+        "--sut: handshake.supports.families: clip only, but \"family\" is not among its "
+        "extension_keys");
+  }
   return r;
+}
+
+std::vector<std::string> handshake_notes(const sut::Supports& s) {
+  if (!s.rank_local_loss) return {};
+  return {
+      "reported loss: rank-local (each rank's loss is not compared with the reference's; "
+      "replicas of a DP shard must agree; the gradient is judged as usual)"};
 }
 
 namespace {
@@ -162,6 +182,34 @@ void check_sut_uncompensated(const Case& judged, sut::Session& session,
   check_uncompensated_gradient(judged, before_fix.result->grad, own, verdict);
 }
 
+// A rank-local reported loss (reported_loss "rank-local") is the loss of
+// the rank's own rows, which the reference does not split out: it is not
+// compared with the reference's, and the report says so. What still holds:
+// the replicas of a DP shard hold the same rows and report the same loss.
+// The losses are then replaced by the reference's, so that only the
+// gradient is judged against it.
+void judge_rank_local_losses(const Case& c, const step::ReferenceValues& reference,
+                             step::DistributedResult& distributed, CaseVerdict& verdict) {
+  for (std::int32_t w = 0; w < c.mesh.world; ++w) {
+    const auto first = static_cast<std::size_t>(w - c.mesh.replica(w));
+    const double loss = distributed.losses[static_cast<std::size_t>(w)];
+    const double shard_first = distributed.losses[first];
+    if (loss != shard_first && !(std::isnan(loss) && std::isnan(shard_first))) {
+      verdict.failures.push_back(
+          {kEqualLoss, "replicas of DP shard " + std::to_string(c.mesh.dp_rank(w)) +
+                           " report different rank-local losses: " + format_detail(shard_first) +
+                           " (rank " + std::to_string(first) + ") and " + format_detail(loss) +
+                           " (rank " + std::to_string(w) + ")"});
+      break;
+    }
+  }
+  for (std::int32_t w = 0; w < c.mesh.world; ++w) {
+    const auto shard = static_cast<std::size_t>(c.mesh.dp_rank(w));
+    distributed.losses[static_cast<std::size_t>(w)] =
+        c.loss.use_batch ? reference.loss : reference.shard_losses[shard];
+  }
+}
+
 }  // namespace
 
 CaseVerdict check_external_case(const Case& c, sut::Session& session,
@@ -171,7 +219,20 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
   std::optional<step::ReferenceValues> found = reference_or_discard(c, verdict);
   if (!found) return verdict;
   step::ReferenceValues reference = std::move(*found);
+  const sut::Supports& supports = session.handshake().supports;
+  if (const auto axis = sut::outside_supports(c, supports)) {
+    // Generation stays inside the handshake; a case that does not is never sent.
+    verdict.discarded = true;
+    verdict.discard_reason = "outside the SUT's handshake (" + *axis + "): not sent";
+    return verdict;
+  }
   const sut::StepOutcome outcome = session.run(c);
+  if (!outcome.declined.empty()) {
+    verdict.discarded = true;
+    verdict.declined = outcome.declined;
+    verdict.discard_reason = "declined by the SUT: " + outcome.declined;
+    return verdict;
+  }
   if (!outcome.result) {
     verdict.failures.push_back({kNoCrash, outcome.failure});
     return verdict;
@@ -189,11 +250,11 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
       return verdict;
     }
   }
-  const step::DistributedResult distributed = distributed_result(result, judged, reference);
+  step::DistributedResult distributed = distributed_result(result, judged, reference);
+  if (supports.rank_local_loss) judge_rank_local_losses(judged, reference, distributed, verdict);
   verdict.report = evaluate_owed(judged, distributed, reference, verdict);
   judge_against_reference(judged, distributed, reference, options, verdict);
   check_reported_step(verdict.report, verdict);
-  const sut::Supports& supports = session.handshake().supports;
   // A case with a strategy key has its scale there (and needs compensate true).
   if (!c.strategy && c.compensate && supports.compensate_false && c.loss.use_batch &&
       c.reduction == Reduction::mean && c.mesh.dp >= 2) {

@@ -30,7 +30,9 @@ a real fault: a faulty case's gradient is doubled (a failure that must shrink an
   equal-batches  "unequal_batches": false
   synced-only    "rng_modes": ["synced"] (serve-sut's own), per-rank requests are errors
   uniform        "unequal_documents": false, "unequal_shapes": false
-  clip-only      "families": ["clip"]
+  clip-only      "families": ["clip"], "reductions": ["mean"]: a correct CLIP step (serve-sut at
+                 autograd/global/scale-1/mean, the point that is correct for the towers and the
+                 logit scale alike; the seed's own point is P x on the logit scale)
   rank-local     "reported_loss": "rank-local": each DP shard reports its own loss
                  (a different number per shard, the same on its replicas)
   decline        declines every faulty case: {"declined": "..."}
@@ -92,7 +94,10 @@ def honest_handshake(mode, supports):
         supports["unequal_shapes"] = False
     if mode == "clip-only":
         supports["families"] = ["clip"]
-        supports["extension_keys"] = supports["extension_keys"] + ["family"]
+        supports["extension_keys"] = [key for key in supports["extension_keys"]
+                                      if key != "strategy"] + ["family"]
+        supports["reductions"] = ["mean"]
+        supports["compensate_false"] = False
     if mode == "rank-local":
         supports["reported_loss"] = "rank-local"
 
@@ -166,6 +171,10 @@ def main():
             if mode == "junk":
                 print("Epoch 1: loss=0.25 (a stray print on stdout)", flush=True)
                 continue
+        if base_mode == "clip-only":
+            case["strategy"] = {"gather": "autograd", "scope": "global", "scale": "none",
+                                "reduction": "mean"}
+            line = json.dumps(request) + "\n"
         inner.stdin.write(line)
         inner.stdin.flush()
         response = json.loads(inner.stdout.readline())
