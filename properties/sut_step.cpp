@@ -265,11 +265,13 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
 
 StepRun run_on_sut(sut::Session& session, const Case& c, const step::ReferenceValues& reference) {
   const sut::StepOutcome outcome = session.run(c);
+  if (!outcome.declined.empty()) throw StepDeclined(outcome.declined);
   if (!outcome.result) throw StepFailure("the SUT failed: " + outcome.failure);
   StepRun run;
   if (c.loss.hard_negatives && outcome.result->padding_draws) {
     Case judged = c;
     judged.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);
+    run.padding_draws = judged.padding_draws;
     run.reference = step::compute_case_reference(judged);
     run.result = distributed_result(*outcome.result, judged, *run.reference);
     return run;
