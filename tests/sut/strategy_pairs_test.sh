@@ -48,6 +48,17 @@ reproduces local_pair
 judge 1 scaled_at_correct autograd/local/scale-P/mean "$correct"
 grep -qF "shrunk in" scaled_at_correct.out || fail "scaled_at_correct: no shrunk case: $(tail -c 1500 scaled_at_correct.out)"
 
+# classify names the point the adapter runs (each of these is alone in its class on the
+# designed cases: no other point is predicted alike on every shape).
+for point in autograd/local/scale-P/mean detached/global/scale-W/sum; do
+  name=classify_${point//\//_}
+  timeout 600 "$sim" classify --sut "$(sut "$point")" >"$name.out" 2>"$name.err"
+  got=$?
+  [ "$got" = 0 ] || fail "$name: exit $got, expected 0: $(tail -c 2000 "$name.out" "$name.err")"
+  grep -qxF "  $point" "$name.out" || fail "$name: $point is not among the matches: $(cat "$name.out")"
+  grep -qF "matches 1 point:" "$name.out" || fail "$name: more than one point matches: $(cat "$name.out")"
+done
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)"
   exit 1
