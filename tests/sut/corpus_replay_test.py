@@ -4,8 +4,8 @@
     corpus_replay_test.py INFONCE_SIM WORKDIR
 
 - A SUT whose gradient is wrong (serve-sut under the scale-by-world mutant) fails a case of
-  W=4, P=2 with a FAIL line that names the gradient's ratio to the reference (0.5 here:
-  the mutant scales by W = 4 instead of P = 2, on top of the mean over the ranks).
+  W=4, P=2 with a FAIL line that names the gradient's ratio to the reference (W / P = 2
+  here: the mutant scales the backward by W = 4 where the fix scales by P = 2).
 - `corpus replay --help` lists only options the command accepts (no --restrict, which it
   rejects: generation is not its business).
 Exit 0 when both hold.
@@ -43,8 +43,8 @@ def main():
         fail("corpus replay --sut exited %d, expected 1:\n%s%s"
              % (done.returncode, done.stdout, done.stderr))
     lines = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
-    if len(lines) != 1 or "gradient ratio 0.5 of the reference" not in lines[0]:
-        fail("the FAIL line does not name the gradient ratio 0.5:\n" + done.stdout)
+    if len(lines) != 1 or "gradient ratio 2 of the reference" not in lines[0]:
+        fail("the FAIL line does not name the gradient ratio 2:\n" + done.stdout)
     print("PASS: " + lines[0])
     helped = subprocess.run([sim, "corpus", "replay", "--help"], capture_output=True, text=True)
     if helped.returncode != 0 or "--sut-timeout" not in helped.stdout:
