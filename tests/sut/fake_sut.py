@@ -33,8 +33,9 @@ a real fault: a faulty case's gradient is doubled (a failure that must shrink an
   clip-only      "families": ["clip"], "reductions": ["mean"]: a correct CLIP step (serve-sut at
                  autograd/global/scale-1/mean, the point that is correct for the towers and the
                  logit scale alike; the seed's own point is P x on the logit scale)
-  rank-local     "reported_loss": "rank-local": each DP shard reports its own loss
-                 (a different number per shard, the same on its replicas)
+  rank-local     "reported_loss": "rank-local": each rank reports the loss of its own rows (what
+                 serve-sut reports at detached-own-live/local/scale-1, asked a second time);
+                 rank-local-bug reports the global loss instead (a wrong rank-local loss)
   decline        declines every faulty case: {"declined": "..."}
 """
 import json
@@ -102,11 +103,14 @@ def honest_handshake(mode, supports):
         supports["reported_loss"] = "rank-local"
 
 
-def rank_local(response, case):
-    """Each DP shard's ranks report a number of their own (its replicas agree)."""
-    replicas = case["mesh"]["world"] // case["mesh"]["dp"]
-    response["losses"] = [None if loss is None else loss * (1 + 0.25 * (w // replicas))
-                          for w, loss in enumerate(response["losses"])]
+def rank_local_losses(inner, request):
+    """Every rank's loss over its own rows: serve-sut's at a local point (same draws)."""
+    case = dict(request["case"], compensate=True)
+    case["strategy"] = {"gather": "detached-own-live", "scope": "local", "scale": "none",
+                        "reduction": case["reduction"]}
+    inner.stdin.write(json.dumps({"id": request["id"], "case": case}) + "\n")
+    inner.stdin.flush()
+    return json.loads(inner.stdout.readline())["losses"]
 
 
 def double_gradient(response):
@@ -182,9 +186,10 @@ def main():
             response["grad"].append(response["grad"][0])
         if faulty(case) and mode == "missing-key":
             del response["losses"]
-        if base_mode == "rank-local" and "losses" in response:
-            rank_local(response, case)
-        if faulty(case) and mode.endswith("-bug") and "grad" in response:
+        if mode == "rank-local" and "losses" in response:
+            response["losses"] = rank_local_losses(inner, request)
+        if faulty(case) and mode.endswith("-bug") and base_mode != "rank-local" \
+                and "grad" in response:
             double_gradient(response)
         print(json.dumps(response), flush=True)
     inner.stdin.close()

@@ -3,12 +3,13 @@
 
     handshake_test.py MODE INFONCE_SIM WORKDIR
 
-MODE is one of fake_sut.py's honest SUTs. Such a SUT answers an error for any request outside
-its handshake, so a campaign that strays outside it fails. Without the "-bug" suffix the SUT
-is correct: `check` must pass and its report must name the narrowed axis. With "-bug" a
-faulty case's gradient is doubled: `check` must fail on gradient-matches-reference (not on a
-request outside the handshake), and every reproduce command it prints (by file and by index)
-must give the same verdict, exit 1. Exit 0 when every assertion holds.
+MODE is one of fake_sut.py's honest SUTs. Such a SUT answers an error for any request
+outside its handshake, so a campaign that strays outside it fails. Without the "-bug" suffix
+the SUT is correct: `check` must pass and its report must name the narrowed axis. With
+"-bug" a faulty case's gradient is doubled (rank-local-bug: every rank reports the global
+loss, not its own rows'): `check` must fail on gradient-matches-reference (not on a request
+outside the handshake), and every reproduce command it prints (by file and by index) must
+give the same verdict, exit 1. Exit 0 when every assertion holds.
 """
 import json
 import os
