@@ -15,16 +15,6 @@ std::string number(double value) {
   return text;
 }
 
-// Two losses agree within the tolerance on the loss's size and its logits'
-// rounding; two non-finite values agree when they are the same (NaN: both NaN).
-bool losses_agree(double observed, double point, const PointAllowance& a) {
-  if (std::isnan(observed) || std::isnan(point)) return std::isnan(observed) && std::isnan(point);
-  if (std::isinf(observed) || std::isinf(point)) return observed == point;
-  const step::Tolerance& t = a.tolerance;
-  return std::abs(observed - point) <=
-         t.atol + t.rtol * std::max(std::abs(point), 1.0) + a.loss_cancellation;
-}
-
 // |x - y| within the tolerance on `scale` (at least the point's own size),
 // the cancellation allowance growing with the point's multiple of the scale.
 bool values_agree(double error, double scale, double point_size, double cancellation,
@@ -87,6 +77,16 @@ std::optional<PointDifference> compare_direct(const Case& c, const std::vector<d
 }
 
 }  // namespace
+
+// Two losses agree within the tolerance on the loss's size and its logits'
+// rounding; two non-finite values agree when they are the same (NaN: both NaN).
+bool losses_agree(double observed, double point, const PointAllowance& a) {
+  if (std::isnan(observed) || std::isnan(point)) return std::isnan(observed) && std::isnan(point);
+  if (std::isinf(observed) || std::isinf(point)) return observed == point;
+  const step::Tolerance& t = a.tolerance;
+  return std::abs(observed - point) <=
+         t.atol + t.rtol * std::max(std::abs(point), 1.0) + a.loss_cancellation;
+}
 
 std::optional<PointDifference> compare_results(const Case& c,
                                                const step::DistributedResult& observed,

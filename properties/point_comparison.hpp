@@ -42,6 +42,10 @@ std::optional<PointDifference> compare_with_point(const Case& c,
                                                   const step::DistributedResult& observed,
                                                   const PointAllowance& allowance);
 
+// Whether a reported loss agrees with the expected one within `allowance`
+// (two non-finite values agree when they are the same; NaN: both NaN).
+bool losses_agree(double observed, double expected, const PointAllowance& allowance);
+
 // The same comparison against a result already run at the point.
 std::optional<PointDifference> compare_results(const Case& c,
                                                const step::DistributedResult& observed,
