@@ -149,10 +149,10 @@ std::vector<std::string> consequences(const step::Strategy& point) {
     const auto said = [&](std::int32_t dp, std::int32_t world, bool equal, bool use_batch) {
       return step::describe(step::predict(point, group, {dp, world, equal, use_batch}));
     };
-    out.push_back(std::string(step::name_of(group)) + ": P > 1, equal batches: " +
+    out.push_back(std::string(step::name_of(group)) + " at P = 2, W = 4: equal batches: " +
                   said(2, 4, true, true) + "; unequal batches: " + said(2, 4, false, true) +
-                  "; P = 1: " + said(1, 2, true, true) + "; without a gather (InfoNCE use_batch "
-                  "false): " + said(2, 4, true, false));
+                  "; without a gather (InfoNCE use_batch false): " + said(2, 4, true, false) +
+                  "; at P = 1: " + said(1, 2, true, true));
   }
   return out;
 }

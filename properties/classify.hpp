@@ -51,8 +51,8 @@ struct Classification {
 
 Classification classify_step(const std::vector<DesignedCase>& cases, const StepRunner& run_step);
 
-// What follows from a point per parameter group, one line each, e.g.
-// "encoders: P > 1, equal batches: correct; unequal batches: correct; without a gather: ratio P".
+// What follows from a point per parameter group, one line each, at P = 2,
+// W = 4 (step/strategy.hpp's predictions; `strategies --dp P --world W` for others).
 std::vector<std::string> consequences(const step::Strategy& point);
 
 }  // namespace infonce::properties
