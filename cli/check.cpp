@@ -575,7 +575,8 @@ void print_strategy_human(std::ostream& out, const StrategyReport& report,
          "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
          "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the "
          "case (or the SUT declined it, or it lies outside the SUT's handshake); f32m: "
-         "not judged, a float32 local loss with the fake-negative mask (near ties)\n";
+         "not judged, a float32 local loss with the fake-negative mask (near ties), or, with "
+         "--sut, a case unlike the point's rank program only within rounding of a mask tie\n";
   out << "direct ok: cases with direct parameters (InfoNCE: a learnable 1/T on every other case; "
          "CLIP: the log logit scale, and the bias where set) whose gradients are the predicted r x "
          "the reference's (r = 1: correct); direct n1: predicted no single ratio (unequal "

@@ -9,6 +9,7 @@
 #include "base/rng.hpp"
 #include "properties/campaign.hpp"
 #include "properties/clip_case.hpp"
+#include "properties/oracle_agrees.hpp"
 #include "properties/point_comparison.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
@@ -210,6 +211,15 @@ bool judge_at_point(const Case& c, const std::optional<loss::RecordedDraws>& dra
     return true;
   }
   if (!difference) return false;
+  // Where the oracle judges no answer of the case's precision (a fake-negative
+  // mask decision within rounding of a tie, an embedding's direction it cannot
+  // pin down), either answer is right, as oracle-agrees has it: not judged.
+  CaseVerdict scratch;
+  if (!judging_oracle(judged, scratch)) {
+    result.observation = StrategyObservation::near_tie;
+    result.detail = "not judged: " + difference->detail + " (within rounding of a tie)";
+    return true;
+  }
   result.observation = StrategyObservation::mismatch;
   result.cause = difference->cause;
   result.detail = difference->detail;
