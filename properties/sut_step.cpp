@@ -118,8 +118,12 @@ Restriction restriction_of(const sut::Supports& s) {
   r.unequal_shapes = s.unequal_shapes;
   r.per_rank_rng = has(s.rng_modes, RngMode::per_rank);
   // A CLIP case carries the extension key "family": only for a SUT that declares it.
+  // A SUT that runs both families gets InfoNCE cases, as before CLIP was a family: a
+  // case without a strategy key runs the trainer's own point, which is P x the
+  // reference on CLIP's logit scale (docs/strategies.md); CLIP is judged there by
+  // check --strategies. A CLIP-only SUT gets CLIP cases.
   r.infonce = s.infonce_family;
-  r.clip = s.clip_family && s.declares("family");
+  r.clip = s.clip_family && s.declares("family") && !s.infonce_family;
   r.logit_bias = s.logit_bias;
   if (!r.infonce && !r.clip) {
     throw InputError(
