@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -31,6 +32,7 @@
 #include "casefile/case_json.hpp"
 #include "cli/case_report.hpp"
 #include "cli/command.hpp"
+#include "cli/strategy_report.hpp"
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
 #include "properties/campaign_report.hpp"
@@ -58,7 +60,7 @@ struct CheckSettings : CampaignSettings {
 // What was typed; an option given as "" is still given (and then invalid).
 struct RawOptions {
   std::optional<std::string> seed, cases, time_budget, jobs, shard, profile, mutant, limits, format,
-      corpus_dir, sut, sut_timeout, oracle, strategies, family;
+      corpus_dir, sut, sut_timeout, oracle, strategies, family, case_index, case_file;
   std::vector<std::string> reports, restrict;
   bool no_corpus = false, before_after = false, self_check = false;
 };
@@ -88,6 +90,11 @@ po::options_description check_options(RawOptions& raw) {
       "or one, e.g. autograd/local/scale-P/mean), its gradient against the prediction")(
       "family", po::value<std::string>()->value_name("both|infonce|clip"),
       "with --strategies: the loss families drawn (default both: every other case CLIP)")(
+      "case-index", po::value<std::string>()->value_name("I"),
+      "with --strategies: run case I of the campaign alone (a reproducer the report prints)")(
+      "case", po::value<std::string>()->value_name("FILE"),
+      "with --strategies POINT: judge one saved case file at POINT (a reproducer the report "
+      "prints)")(
       "oracle", po::value<std::string>()->value_name("every|sampled|off"),
       "where oracle-agrees runs (default sampled: every case up to a size bound, above it every "
       "16th)")("limits", po::value<std::string>()->value_name("default|typical"),
@@ -129,6 +136,8 @@ void take_all(const po::variables_map& values, RawOptions& raw) {
   take(values, "oracle", raw.oracle);
   take(values, "strategies", raw.strategies);
   take(values, "family", raw.family);
+  take(values, "case-index", raw.case_index);
+  take(values, "case", raw.case_file);
 }
 
 void apply_profile(const RawOptions& raw, CheckSettings& s) {
@@ -402,11 +411,9 @@ std::pair<std::vector<std::string>, bool> take_backend(std::span<const std::stri
 
 int run_check_on_fibers(const CommandContext& context);
 
-// One family's rows of the strategy campaign's table (points with cases only);
-// each mismatching point's first mismatch is added to `mismatches`.
+// One family's rows of the strategy campaign's table (points with cases only).
 void print_strategy_cells(std::ostream& out, const char* family,
-                          const std::array<properties::StrategyCell, 36>& cells,
-                          std::vector<std::string>& mismatches) {
+                          const std::array<properties::StrategyCell, 36>& cells) {
   std::int64_t cases = 0;
   for (const properties::StrategyCell& cell : cells) cases += cell.cases;
   if (cases == 0) return;
@@ -428,7 +435,6 @@ void print_strategy_cells(std::ostream& out, const char* family,
                   n(cell.no_counterexample), n(cell.no_counterexample_other), n(cell.mismatched),
                   n(cell.direct_confirmed), n(cell.direct_one_number));
     out << line;
-    if (cell.mismatched > 0) mismatches.push_back(point + ": " + cell.first_mismatch);
     // Every case discarded: say why, or the row looks like a pass.
     if (cell.discarded == cell.cases)
       out << "  all discarded; first: " << cell.first_discard << "\n";
@@ -460,6 +466,9 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
                      : clip          ? FamilyChoice::clip
                                      : FamilyChoice::infonce;
   options.limits.restriction = properties::restriction_of(supports);
+  // The strategy campaign draws each case's family itself.
+  options.limits.restriction.infonce = true;
+  options.limits.restriction.clip = false;
   for (const std::string& text : raw.restrict) {
     apply_restrict_option("check", text, options.limits.restriction);
   }
@@ -492,8 +501,9 @@ bool strategy_oracle(const RawOptions& raw) {
 }
 
 // --strategies: the strategy campaign (properties/strategy_campaign.hpp).
-// Only the seed, the case budget and the generator distribution apply.
-int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
+// The seed, the case budget (or one case), the generator distribution, the
+// output format, report files and where mismatching cases are saved apply.
+void reject_for_strategies(const RawOptions& raw) {
   const auto reject = [](bool given, const char* option) {
     if (given)
       throw UsageError(std::string("check: ") + option + " does not apply to --strategies");
@@ -505,12 +515,115 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
     throw UsageError("check: --strategies takes --profile ci only (seed 1, 4000 cases, the oracle)");
   }
   reject(raw.mutant.has_value(), "--mutant");
-  reject(raw.format.has_value() && *raw.format != "human", "--format other than human");
-  reject(raw.corpus_dir.has_value(), "--corpus-dir");
-  reject(!raw.reports.empty(), "--report");
   reject(raw.before_after, "--before-after");
   reject(raw.self_check, "--self-check");
   if (raw.sut_timeout && !raw.sut) throw UsageError("check: --sut-timeout needs --sut CMD");
+  if (raw.no_corpus && raw.corpus_dir) {
+    throw UsageError("check: --no-corpus and --corpus-dir contradict each other");
+  }
+  for (const std::string& file : raw.reports) {
+    if (parse_report_file("check", file).kind != ReportKind::json &&
+        parse_report_file("check", file).kind != ReportKind::junit) {
+      throw UsageError("check: --strategies writes .json or .xml reports, not '" + file + "'");
+    }
+  }
+}
+
+// The first case of each cause of mismatch, shrunk while it mismatches for
+// that cause, and saved (with its strategy key) unless `dir` is unset.
+std::vector<StrategyReport::Shrunk> shrink_strategy_mismatches(
+    const properties::StrategyCampaignOptions& o, const properties::StrategyCampaignResult& r,
+    const std::optional<std::filesystem::path>& dir) {
+  constexpr std::int32_t kShrinkEvaluations = 300;
+  std::vector<StrategyReport::Shrunk> out;
+  for (const auto& [cause, group] : r.mismatches_by_cause) {
+    properties::StrategyShrunk shrunk = properties::shrink_strategy_mismatch(
+        o, group.indices.front(), cause, kShrinkEvaluations);
+    StrategyReport::Shrunk entry{cause, shrunk.shrunk_text, shrunk.result.detail,
+                                 shrunk.shrink_steps, ""};
+    if (dir) {
+      Finding found;
+      found.property = "strategy-point";  // the cause is in the report
+      found.seed = o.seed;
+      found.case_index = group.indices.front();
+      shrunk.shrunk_case.found = found;
+      entry.saved = save_corpus_case(shrunk.shrunk_case, *dir).string();
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+// A saved case file (its strategy key set) as the campaign judges a case.
+properties::StrategyCampaignResult run_strategy_file(
+    const properties::StrategyCampaignOptions& options, const std::string& path) {
+  Case c = read_case_file(path);
+  if (!c.strategy) throw UsageError("check: --case " + path + " has no \"strategy\" key");
+  if (options.only) c.strategy = *options.only;  // the point it is judged at
+  properties::StrategyCampaignResult result;
+  properties::StrategyCaseResult r;
+  if (const auto reason = options.skip ? options.skip(c) : std::nullopt) {
+    r.strategy = *c.strategy;
+    r.detail = "outside the step's supports: " + *reason;
+  } else {
+    r = properties::check_strategy_case(c, options.runner, options.oracle);
+  }
+  properties::tally_strategy_case(0, c, r, result);
+  return result;
+}
+
+// One case of the campaign alone: its line, exit 1 when it mismatches.
+properties::StrategyCampaignResult run_one_strategy_case(
+    const properties::StrategyCampaignOptions& options, std::int64_t index) {
+  properties::StrategyCampaignOptions one = options;
+  one.first_case = index;
+  one.cases = index + 1;
+  return properties::run_strategy_campaign(one);
+}
+
+void print_strategy_human(std::ostream& out, const StrategyReport& report,
+                          const std::string& limits) {
+  const properties::StrategyCampaignResult& result = report.result;
+  out << "strategy campaign: seed " << report.seed << ", " << result.cases << " cases, limits "
+      << limits << ", each case's loss and gradients against the rank program at its point "
+      << "and prediction/'s derivation\n";
+  out << "oracle: " << (report.oracle ? "judged the reference of " : "off (--oracle off); ")
+      << (report.oracle ? std::to_string(result.oracle_judged()) + " cases (CLIP " +
+                              std::to_string(result.oracle_judged_clip()) + ")"
+                        : std::string("the reference is not judged"))
+      << "\n";
+  if (report.sut_name) {
+    out << "step: the SUT " << *report.sut_name << "\n";
+    for (const std::string& axis : report.restricted_axes) out << "restricted: " << axis << "\n";
+  }
+  print_strategy_cells(out, "infonce", result.cells);
+  print_strategy_cells(out, "clip", result.clip_cells);
+  out << "correct / ratio / counter: cases where the prediction (correct; an exact ratio r != 1; "
+         "no single ratio) held: the gradient is the reference, r x the reference, or no "
+         "multiple of it (a counterexample)\n";
+  out << "no-cex: predicted no single ratio, but this case's gradient is a multiple of the "
+         "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
+         "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the "
+         "case (or the SUT declined it, or it lies outside the SUT's handshake); f32m: "
+         "not judged, a float32 local loss with the fake-negative mask (near ties), or, with "
+         "--sut, a case unlike the point's rank program only within rounding of a mask tie\n";
+  out << "direct ok: cases with direct parameters (InfoNCE: a learnable 1/T on every other case; "
+         "CLIP: the log logit scale, and the bias where set) whose gradients are the predicted r x "
+         "the reference's (r = 1: correct); direct n1: predicted no single ratio (unequal "
+         "batches), not judged: one number is a multiple of any other\n";
+  if (report.sut_name) {
+    out << "mismatch: with --sut, also every case whose loss (every rank's) or gradient (both "
+           "parameter groups) is not the rank program's at the point, within tolerance\n";
+  }
+  if (report.passed()) {
+    out << "PASS: every observed outcome is the predicted one (" << result.cases << " cases)\n";
+    return;
+  }
+  print_strategy_mismatches(out, report);
+}
+
+int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
+  reject_for_strategies(raw);
   properties::StrategyCampaignOptions options;
   try {
     options.only = properties::parse_strategy_choice(*raw.strategies);
@@ -525,55 +638,56 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
                   : raw.profile ? kCiStrategyCases
                                 : 3600;
   options.oracle = strategy_oracle(raw);
+  const OutputFormat format = parse_format("check", raw.format.value_or("human"));
+  if (raw.corpus_dir) check_writable_dir("check", "--corpus-dir", *raw.corpus_dir);
+  if (raw.case_file && raw.case_index) {
+    throw UsageError("check: --case FILE and --case-index I contradict each other");
+  }
+  StrategyReport report;
+  report.program = std::string(context.program);
+  report.seed = options.seed;
+  report.limits = limits;
+  report.point = *raw.strategies;
+  report.family = raw.family.value_or("both");
+  report.oracle = options.oracle;
   std::unique_ptr<sut::Session> session;
   if (raw.sut) {
     session = strategy_sut(raw, options);
+    report.sut_command = *raw.sut;
+    report.sut_timeout = raw.sut_timeout;
+    report.sut_name = session->handshake().name +
+                      (session->handshake().supports.declares("strategy")
+                           ? " (runs the point each case names)"
+                           : " (runs its own point; each case is judged at " + *raw.strategies +
+                                 ")");
+    report.restrict_options = raw.restrict;
+    report.restricted_axes =
+        properties::restricted_axes(options.limits.restriction, parse_limits("check", limits));
+  } else if (!raw.restrict.empty()) {
+    throw UsageError("check: --restrict without --sut does not apply to --strategies");
+  }
+  if (raw.case_file) {
+    report.result = run_strategy_file(options, *raw.case_file);
+  } else if (raw.case_index) {
+    const std::int64_t index = parse_count("check", "--case-index", *raw.case_index, kMaxCases);
+    report.result = run_one_strategy_case(options, index);
   } else {
-    reject(!raw.restrict.empty(), "--restrict without --sut");
+    report.result = properties::run_strategy_campaign(options);
+    std::optional<std::filesystem::path> dir;
+    if (!raw.no_corpus) dir = raw.corpus_dir.value_or(properties::kDefaultCorpusFoundDir);
+    if (!report.passed()) report.shrunk = shrink_strategy_mismatches(options, report.result, dir);
   }
-  const properties::StrategyCampaignResult result = properties::run_strategy_campaign(options);
-
-  std::ostream& out = context.out;
-  out << "strategy campaign: seed " << options.seed << ", " << result.cases << " cases, limits "
-      << limits << ", encoder and direct gradients against prediction/'s derivation\n";
-  out << "oracle: " << (options.oracle ? "judged the reference of " : "off (--oracle off); ")
-      << (options.oracle ? std::to_string(result.oracle_judged()) + " cases (CLIP " +
-                               std::to_string(result.oracle_judged_clip()) + ")"
-                         : std::string("the reference is not judged"))
-      << "\n";
-  if (session) {
-    out << "step: the SUT " << session->handshake().name
-        << (session->handshake().supports.declares("strategy")
-                ? " (runs the point each case names)"
-                : " (runs its own point; each case is judged at " + *raw.strategies + ")")
-        << "\n";
-    for (const std::string& axis :
-         properties::restricted_axes(options.limits.restriction, parse_limits("check", limits))) {
-      out << "restricted: " << axis << "\n";
-    }
+  report.cases = report.result.cases;
+  if (format == OutputFormat::json) context.out << strategy_report_json(report);
+  if (format == OutputFormat::junit) context.out << strategy_report_junit(report);
+  if (format == OutputFormat::human) print_strategy_human(context.out, report, limits);
+  for (const std::string& file : raw.reports) {
+    const ReportFile target = parse_report_file("check", file);
+    write_text_file_atomically(target.path, target.kind == ReportKind::json
+                                                ? strategy_report_json(report)
+                                                : strategy_report_junit(report));
   }
-  std::vector<std::string> mismatches;
-  print_strategy_cells(out, "infonce", result.cells, mismatches);
-  print_strategy_cells(out, "clip", result.clip_cells, mismatches);
-  out << "correct / ratio / counter: cases where the prediction (correct; an exact ratio r != 1; "
-         "no single ratio) held: the gradient is the reference, r x the reference, or no "
-         "multiple of it (a counterexample)\n";
-  out << "no-cex: predicted no single ratio, but this case's gradient is a multiple of the "
-         "reference (skipped, not passed); other: of those, the ones neither a zero reference, nor "
-         "D x F = 1, nor a DP shard without a group explains; disc: the reference rejects the "
-         "case; f32m: "
-         "not judged, a float32 local loss with the fake-negative mask (near ties)\n";
-  out << "direct ok: cases with direct parameters (InfoNCE: a learnable 1/T on every other case; "
-         "CLIP: the log logit scale, and the bias where set) whose gradients are the predicted r x "
-         "the reference's (r = 1: correct); direct n1: predicted no single ratio (unequal "
-         "batches), not judged: one number is a multiple of any other\n";
-  if (mismatches.empty()) {
-    out << "PASS: every observed outcome is the predicted one (" << result.cases << " cases)\n";
-    return kExitOk;
-  }
-  out << "FAIL: " << result.mismatched() << " cases differ from the prediction; first per point:\n";
-  for (const std::string& m : mismatches) out << "  " << m << "\n";
-  return kExitCheckFailed;
+  return report.passed() ? kExitOk : kExitCheckFailed;
 }
 
 int run_check(const CommandContext& context) {
@@ -593,6 +707,11 @@ int run_check_on_fibers(const CommandContext& context) {
   take_all(*values, raw);
   if (raw.family && !raw.strategies)
     throw UsageError("check: --family applies only with --strategies");
+  if ((raw.case_index || raw.case_file) && !raw.strategies) {
+    throw UsageError(
+        "check: --case-index and --case apply only with --strategies (replay replays a case "
+        "of the property campaign)");
+  }
   if (raw.strategies) return run_strategy_check(raw, context);
   CheckSettings s = settle(raw);
   // The SUT processes live as long as the campaign (and its shrinking).
@@ -607,6 +726,9 @@ int run_check_on_fibers(const CommandContext& context) {
     s.report.sut_name = sut->handshake().name;
     s.report.restricted_axes = properties::restricted_axes(s.campaign.limits.restriction,
                                                            parse_limits("check", s.report.limits));
+    for (std::string& note : properties::handshake_notes(sut->handshake().supports)) {
+      s.report.restricted_axes.push_back(std::move(note));
+    }
   }
   properties::CampaignReport report = s.report;
   report.program = std::string(context.program);

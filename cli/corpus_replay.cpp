@@ -169,6 +169,9 @@ Outcome replay_on_sut(const fs::path& path, properties::SutStep& sut,
     properties::PropertyOptions options;
     options.oracle = oracle;
     const properties::CaseVerdict verdict = sut.check(c, 0, options);
+    if (!verdict.declined.empty()) {
+      return {false, "declined by the SUT: " + verdict.declined, true};
+    }
     if (verdict.discarded) return {false, "the reference rejects the case: " + verdict.discard_reason};
     const bool ran = std::none_of(
         verdict.failures.begin(), verdict.failures.end(),
@@ -183,8 +186,14 @@ Outcome replay_on_sut(const fs::path& path, properties::SutStep& sut,
                               errors + ")"};
     }
     if (!verdict.failures.empty()) {
+      const std::string ratio =
+          ran ? "; gradient ratio " +
+                    (verdict.report.ratio ? short_number(*verdict.report.ratio)
+                                          : std::string("undefined")) +
+                    " of the reference"
+              : "";
       return {false, "the SUT fails " + failed_properties(verdict) + ": " +
-                         verdict.failures.front().detail};
+                         verdict.failures.front().detail + ratio};
     }
     return {true, "every property held on the SUT"};
   } catch (const InputError& e) {
@@ -211,7 +220,7 @@ std::string one_line(std::string text) {
 
 int run_corpus_replay(const CommandContext& context) {
   po::options_description options("options");
-  add_sut_options(options);
+  add_sut_options(options, /*with_restrict=*/false);
   std::string oracle_text = "every";
   options.add_options()("oracle", po::value(&oracle_text)->value_name("every|sampled|off"),
                         "whether oracle-agrees runs on found cases (default every)");
@@ -222,9 +231,6 @@ int run_corpus_replay(const CommandContext& context) {
   if (values->count("sut")) sut_command = (*values)["sut"].as<std::string>();
   if (values->count("sut-timeout")) sut_timeout = (*values)["sut-timeout"].as<std::string>();
   const SutChoice sut_choice = parse_sut("corpus replay", sut_command, sut_timeout);
-  if (values->count("restrict")) {
-    throw UsageError("corpus replay: --restrict narrows generation (check, replay --seed), not files");
-  }
   const fs::path dir =
       values->count("dir") ? (*values)["dir"].as<std::vector<std::string>>().front() : "corpus";
   std::error_code error;

@@ -381,15 +381,16 @@ void record_failure(const CampaignSettings& s, properties::CampaignReport& repor
   }
 }
 
-void add_sut_options(po::options_description& options) {
+void add_sut_options(po::options_description& options, bool with_restrict) {
   options.add_options()("sut", po::value<std::string>()->value_name("CMD"),
                         "run every step in an external system under test: /bin/sh -c CMD "
                         "speaking infonce-sut/1 (docs/sut-protocol.md)")(
       "sut-timeout", po::value<std::string>()->value_name("DURATION"),
-      "how long the SUT may take for its handshake or one response (default 60s)")(
-      "restrict", po::value<std::vector<std::string>>()->value_name("AXIS=VALUE"),
-      "with --sut: generate less than the handshake allows, e.g. hard_negatives=false, "
-      "max_world=4 (repeatable)");
+      "how long the SUT may take for its handshake or one response (default 60s)");
+  if (!with_restrict) return;
+  options.add_options()("restrict", po::value<std::vector<std::string>>()->value_name("AXIS=VALUE"),
+                        "with --sut: generate less than the handshake allows, e.g. "
+                        "hard_negatives=false, max_world=4 (repeatable)");
 }
 
 SutChoice parse_sut(std::string_view command, const std::optional<std::string>& sut,

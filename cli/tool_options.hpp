@@ -85,7 +85,9 @@ struct SutChoice {
   double timeout_seconds = 60;
   std::string timeout_text;  // as given; "" for the default
 };
-void add_sut_options(boost::program_options::options_description& options);
+// --sut, --sut-timeout and (generating commands only) --restrict.
+void add_sut_options(boost::program_options::options_description& options,
+                     bool with_restrict = true);
 SutChoice parse_sut(std::string_view command, const std::optional<std::string>& sut,
                     const std::optional<std::string>& timeout);
 // --restrict AXIS=VALUE: narrows what is generated for the SUT beyond its

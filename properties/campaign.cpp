@@ -53,7 +53,11 @@ void tally(const CaseVerdict& verdict, const CaseSpec& spec, Tally& result) {
   if (verdict.rejection_checked) ++result.property_checks[kReferenceAcceptsValid];
   if (verdict.discarded) {
     ++result.discarded;
-    ++result.discards_by_reason[discard_kind(verdict.discard_reason)];
+    if (!verdict.declined.empty()) {
+      ++result.declined[verdict.declined];
+    } else {
+      ++result.discards_by_reason[discard_kind(verdict.discard_reason)];
+    }
     return;
   }
   if (verdict.rejection_checked) return;  // the reference failed on valid input: no step ran
@@ -98,7 +102,7 @@ PropertyOptions property_options_of(const CampaignOptions& options, const CaseSp
 
 // The case a spec stands for, as the step at hand runs it.
 Case case_of(const CaseSpec& spec, const CampaignOptions& options) {
-  Case c = build_case(spec);
+  Case c = build_restricted_case(spec, options.limits.restriction);
   return options.external ? options.external->adapt(std::move(c)) : c;
 }
 
@@ -485,6 +489,7 @@ void Tally::merge(const Tally& other) {
   cases_run += other.cases_run;
   discarded += other.discarded;
   for (const auto& [reason, count] : other.discards_by_reason) discards_by_reason[reason] += count;
+  for (const auto& [reason, count] : other.declined) declined[reason] += count;
   for (const auto& [property, count] : other.property_checks) property_checks[property] += count;
   worst_rel_err = std::max(worst_rel_err, other.worst_rel_err);
   worst_rel_err_float = std::max(worst_rel_err_float, other.worst_rel_err_float);

@@ -64,6 +64,8 @@ struct Tally {
   std::int64_t discarded = 0;
   // Discards by kind (discard_kind of the reference's reason).
   std::map<std::string, std::int64_t> discards_by_reason;
+  // Of the discarded: the cases an external step declined, by its reason.
+  std::map<std::string, std::int64_t> declined;
   std::map<std::string, std::int64_t> property_checks;  // how often each property was checked
   // Worst gradient error of passing cases relative to the summand scale
   // (CaseReport::scaled_err), per scalar type.

@@ -65,6 +65,7 @@ Json tally_json(const Tally& tally) {
   out["cases_run"] = tally.cases_run;
   out["discarded"] = tally.discarded;
   out["discards_by_reason"] = tally.discards_by_reason;
+  if (!tally.declined.empty()) out["declined"] = tally.declined;
   out["property_checks"] = tally.property_checks;
   out["worst_rel_err"] = {{"float64", tally.worst_rel_err}, {"float32", tally.worst_rel_err_float}};
   out["coverage"] = tally.coverage;
@@ -321,6 +322,10 @@ void read_tally(const Json& value, const std::string& path, Tally& tally) {
   tally.discarded = read_count(at("discarded"), p("discarded"));
   tally.discards_by_reason = read_map<std::map<std::string, std::int64_t>>(
       at("discards_by_reason"), p("discards_by_reason"), read_count);
+  if (value.contains("declined")) {
+    tally.declined = read_map<std::map<std::string, std::int64_t>>(at("declined"), p("declined"),
+                                                                   read_count);
+  }
   tally.property_checks = read_map<std::map<std::string, std::int64_t>>(
       at("property_checks"), p("property_checks"), read_count);
   const Json& worst = at("worst_rel_err");
@@ -502,7 +507,12 @@ std::pair<std::string, std::int64_t> commonest_discard(const Tally& tally) {
 std::optional<std::string> CampaignReport::discard_budget_failure() const {
   const Tally& tally = result;
   if (tally.cases_run < kDiscardBudgetMinCases) return std::nullopt;
-  const double share = static_cast<double>(tally.discarded) / static_cast<double>(tally.cases_run);
+  // A case the SUT declined is the SUT's choice, reported apart: the budget is for cases the
+  // reference rejected.
+  std::int64_t declined = 0;
+  for (const auto& [reason, count] : tally.declined) declined += count;
+  const double share =
+      static_cast<double>(tally.discarded - declined) / static_cast<double>(tally.cases_run);
   if (share <= kMaxDiscardShare) return std::nullopt;
   const auto [reason, count] = commonest_discard(tally);
   char text[160];

@@ -70,6 +70,9 @@ struct PropertyFailure {
 struct CaseVerdict {
   bool discarded = false;  // the reference rejects the case (e.g. every logit masked)
   std::string discard_reason;
+  // An external step's reason for declining the case (then discarded too):
+  // counted and reported, never a failure.
+  std::string declined;
   std::vector<PropertyFailure> failures;
   step::CaseReport report;  // the compensated run (under the mutant, if any)
   bool uncompensated_checked = false;

@@ -16,10 +16,29 @@ std::string shard_text(const ShardSet& shards) {
   return text + "/" + std::to_string(shards.count);
 }
 
+// The cases the SUT declined, by reason (a few reasons; they are discards, not failures).
+void write_declined(std::ostream& out, const CampaignResult& r) {
+  if (r.declined.empty()) return;
+  std::int64_t total = 0;
+  for (const auto& [reason, count] : r.declined) total += count;
+  out << "  declined by the SUT: " << total << (total == 1 ? " case" : " cases")
+      << " (discarded, not failures)\n";
+  constexpr std::size_t kShown = 8;
+  std::size_t shown = 0;
+  for (const auto& [reason, count] : r.declined) {
+    if (shown++ == kShown) {
+      out << "    ... " << r.declined.size() - kShown << " more reasons\n";
+      break;
+    }
+    out << "    " << count << " x " << reason << "\n";
+  }
+}
+
 void write_header(std::ostream& out, const CampaignReport& report) {
   const CampaignResult& r = report.result;
   out << "check: seed " << report.seed << ", " << r.cases_run << " cases (" << r.discarded
       << " discarded), mutant " << (report.mutant.empty() ? "none" : report.mutant) << "\n";
+  write_declined(out, r);
   if (!report.seed_source.empty()) out << "  seed from " << report.seed_source << "\n";
   if (report.limits != "default") out << "  limits " << report.limits << "\n";
   if (!report.sut_command.empty()) {

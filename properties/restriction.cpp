@@ -1,8 +1,10 @@
 #include "properties/restriction.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "properties/case_spec.hpp"
+#include "properties/clip_case.hpp"
 #include "properties/generators.hpp"
 
 namespace infonce::properties {
@@ -26,7 +28,44 @@ void give_every_shard_a_group(CaseSpec& spec) {
   }
 }
 
+// Every DP shard of a micro-step gets as many groups as the largest one
+// (a new group takes the negatives of the micro-step's first group).
+void equalize_group_counts(CaseSpec& spec) {
+  for (auto& micro : spec.negatives) {
+    std::size_t most = 0;
+    std::optional<std::int32_t> first_k;
+    for (const auto& shard : micro) {
+      most = std::max(most, shard.size());
+      if (!first_k && !shard.empty()) first_k = shard.front();
+    }
+    for (auto& shard : micro) shard.resize(most, first_k.value_or(0));
+  }
+}
+
+// Every query gets the documents of the case's first query (its k).
+void equalize_documents(CaseSpec& spec) {
+  std::optional<std::int32_t> first_k;
+  for (auto& micro : spec.negatives) {
+    for (auto& shard : micro) {
+      for (std::int32_t& k : shard) {
+        if (!first_k) first_k = k;
+        k = *first_k;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+bool builds_clip(const CaseSpec& spec, const Restriction& r) {
+  return r.clip && (!r.infonce || spec.data_seed % 2 == 1);
+}
+
+Case build_restricted_case(const CaseSpec& spec, const Restriction& r) {
+  Case c = builds_clip(spec, r) ? build_clip_case(spec) : build_case(spec);
+  restrict_case(c, r);
+  return c;
+}
 
 CaseSpec restrict_spec(CaseSpec spec, const Restriction& r) {
   if (r.use_batch) spec.use_batch = *r.use_batch;
@@ -36,7 +75,9 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& r) {
   if (r.scalar) spec.scalar = *r.scalar;
   if (!r.hard_negatives) spec.hard_negatives = 0;
   if (!r.mask_fake_negative) spec.mask_fake_negative = false;
-  if (!r.include_qq) spec.include_qq = false;
+  // A CLIP case's logit bias is drawn with include_qq (properties/clip_case.hpp).
+  if (builds_clip(spec, r) ? !r.logit_bias : !r.include_qq) spec.include_qq = false;
+  if (!r.per_rank_rng) spec.per_rank_rng = false;
   if (!r.include_dd) spec.include_dd = false;
   if (!r.compensate_false) spec.compensate = true;
   if (!r.partial_window) spec.idle_steps = 0;
@@ -48,6 +89,9 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& r) {
   spec.feature_dim = std::max(spec.feature_dim, r.min_dim);
   spec.embedding_dim = std::max(spec.embedding_dim, r.min_dim);
   if (!spec.use_batch) give_every_shard_a_group(spec);
+  // Equal row counts: equal group counts with the same documents per query.
+  if (!r.unequal_batches || !r.unequal_shapes) equalize_group_counts(spec);
+  if (!r.unequal_documents || !r.unequal_shapes) equalize_documents(spec);
   return spec;
 }
 
@@ -67,7 +111,9 @@ std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLi
   if (r.min_dim > 1) axes.push_back("F, D >= " + std::to_string(r.min_dim));
   if (r.use_batch) axes.push_back(std::string("use_batch: ") + name_of(*r.use_batch) + " only");
   if (!r.hard_negatives) axes.push_back("hard_negatives: unset only");
-  if (r.padding != loss::Padding::fixed) axes.push_back("padding: legacy (the SUT's only mode)");
+  if (r.hard_negatives && r.padding != loss::Padding::fixed) {
+    axes.push_back("padding: legacy (the SUT's only mode)");
+  }
   if (!r.mask_fake_negative) axes.push_back("mask_fake_negative: false only");
   if (!r.include_qq) axes.push_back("include_qq: false only");
   if (!r.include_dd) axes.push_back("include_dd: false only");
@@ -82,6 +128,19 @@ std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLi
     axes.push_back(std::string("accumulation_normalize: ") + name_of(*r.accumulation_normalize) +
                    " only");
   }
+  if (!r.unequal_batches) {
+    axes.push_back("unequal batches: none (equal group counts per micro-step)");
+  }
+  if (!r.unequal_documents) axes.push_back("documents per query: the same for every query");
+  if (!r.unequal_shapes) {
+    axes.push_back("shapes: the same on every rank (equal groups and documents per query)");
+  }
+  if (!r.per_rank_rng) axes.push_back("rng.mode: synced only");
+  if (r.clip) {
+    axes.push_back(r.infonce ? "family: infonce and clip (a case with an odd data seed: CLIP)"
+                             : "family: clip only");
+  }
+  if (r.clip && !r.logit_bias) axes.push_back("clip.logit_bias: unset only");
   return axes;
 }
 

@@ -36,6 +36,21 @@ struct Restriction {
   std::int32_t min_dim = 1;  // F and D at least (a trainer may squeeze a dimension of 1 away)
   // The padding the cases ask for (the harness's own step: fixed).
   loss::Padding padding = loss::Padding::fixed;
+  // Cases whose DP shards hold different numbers of groups in a micro-step,
+  // whose queries hold different numbers of documents, whose ranks hold
+  // different row counts in a micro-step, or with per-rank generators may be
+  // generated.
+  bool unequal_batches = true;
+  bool unequal_documents = true;
+  bool unequal_shapes = true;
+  bool per_rank_rng = true;
+  // The loss families generated (the harness's own campaign: InfoNCE); with
+  // both, a case is CLIP when its data seed is odd (never shrunk, so a case
+  // keeps its family while it shrinks). A CLIP case has a logit bias only
+  // where `logit_bias` allows it.
+  bool infonce = true;
+  bool clip = false;
+  bool logit_bias = true;
 
   bool operator==(const Restriction&) const = default;
 };
@@ -47,6 +62,12 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& restriction);
 
 // `c` as the restriction asks (the padding mode).
 void restrict_case(Case& c, const Restriction& restriction);
+
+// Whether `spec` stands for a CLIP case under the restriction.
+bool builds_clip(const CaseSpec& spec, const Restriction& restriction);
+// The case `spec` stands for under the restriction: its family, and
+// restrict_case. (The identity on build_case when nothing is restricted.)
+Case build_restricted_case(const CaseSpec& spec, const Restriction& restriction);
 
 // One line per restricted axis, against the generator's own distribution,
 // e.g. "world <= 8 (the distribution has 64)", "gather: object only".

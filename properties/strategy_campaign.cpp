@@ -12,6 +12,7 @@
 #include "properties/clip_case.hpp"
 #include "properties/oracle_agrees.hpp"
 #include "properties/properties.hpp"
+#include "properties/point_comparison.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
 
@@ -194,7 +195,86 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
   }
 }
 
+// The direct parameters' cancelled-term sizes (as judge_direct allows them).
+std::vector<double> direct_cancellation_scales(const Case& c) {
+  std::vector<double> cancelled(direct_parameter_names(c).size());
+  if (cancelled.empty()) return cancelled;
+  if (c.clip) {
+    const ClipScales scales = clip_cancellation_scales(c);
+    cancelled[0] = scales.log_scale;
+    if (cancelled.size() > 1) cancelled[1] = scales.bias;
+  } else {
+    cancelled[0] = softmax_cancellation_scale_direct(c);
+  }
+  return cancelled;
+}
+
+// The largest logit's size: 1/T (or CLIP's scale) times the largest squared
+// embedding norm (1 when normalised).
+double largest_logit(const Case& c) {
+  if (c.clip) return std::exp(c.clip->log_logit_scale) * 4.0;
+  double max_norm = 0;
+  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+    for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
+      for (Eigen::Index r = 0; r < shard.features.rows(); ++r) {
+        const double norm = (c.weight * shard.features.row(r).transpose()).norm();
+        max_norm = std::max(max_norm, c.encoder_normalize ? std::min(norm, 1.0) : norm);
+      }
+    }
+  }
+  return std::max(max_norm * max_norm, 1.0) / c.loss.temperature;
+}
+
+// An external step's result against the rank program at the case's point
+// (replaying the step's own padding draws); true when that decides the case
+// (a difference: a mismatch; the rank program cannot run it: discarded).
+bool judge_at_point(const Case& c, const std::optional<loss::RecordedDraws>& draws,
+                    const step::DistributedResult& distributed,
+                    const step::ReferenceValues& reference, StrategyCaseResult& result) {
+  Case judged = c;
+  if (draws) judged.padding_draws = *draws;
+  std::optional<PointDifference> difference;
+  try {
+    difference = compare_with_point(judged, distributed, point_allowance(c, reference));
+  } catch (const std::exception& e) {
+    result.observation = StrategyObservation::discarded;
+    result.detail = std::string("the point's rank program cannot run the case: ") + e.what();
+    return true;
+  }
+  if (!difference) return false;
+  // Where the oracle judges no answer of the case's precision (a fake-negative
+  // mask decision within rounding of a tie, an embedding's direction it cannot
+  // pin down), either answer is right, as oracle-agrees has it: not judged.
+  CaseVerdict scratch;
+  if (!judging_oracle(judged, scratch)) {
+    result.observation = StrategyObservation::near_tie;
+    result.detail = "not judged: " + difference->detail + " (within rounding of a tie)";
+    return true;
+  }
+  result.observation = StrategyObservation::mismatch;
+  result.cause = difference->cause;
+  result.detail = difference->detail;
+  return true;
+}
+
 }  // namespace
+
+PointAllowance point_allowance(const Case& c, const step::ReferenceValues& reference) {
+  PointAllowance a;
+  a.tolerance = step::tolerance_for(c.scalar);
+  const double u = unit_roundoff(c.scalar);
+  a.encoder_scale = std::max(max_abs(reference.grad), max_abs(reference.grad_magnitude));
+  a.encoder_cancellation =
+      16.0 * u * (c.clip ? clip_cancellation_scales(c).encoders : softmax_cancellation_scale(c));
+  const std::vector<double> cancelled = direct_cancellation_scales(c);
+  for (std::size_t i = 0; i < cancelled.size(); ++i) {
+    a.direct_scale.push_back(
+        std::max(std::abs(reference.direct_grad.at(i)), reference.direct_magnitude.at(i)));
+    a.direct_cancellation.push_back(16.0 * u * cancelled[i]);
+  }
+  a.loss_cancellation = 16.0 * u * largest_logit(c);
+  return a;
+}
 
 std::size_t strategy_index(const step::Strategy& strategy) {
   const auto all = step::all_strategies();
@@ -343,6 +423,72 @@ std::optional<step::ReferenceValues> oracle_judged_reference(const Case& c,
   return std::nullopt;
 }
 
+// The step's gradients against the prediction for the case's shape.
+void judge_prediction(const Case& c, const step::DistributedResult& distributed,
+                      const step::ReferenceValues& reference, StrategyCaseResult& result) {
+  const Matrix<double> grad = Eigen::Map<const Matrix<double>>(distributed.grads[0].data(),
+                                                               c.embedding_dim(), c.feature_dim());
+  const step::Tolerance t = step::tolerance_for(c.scalar);
+  if (direct_parameter_count(c) > 0) {
+    judge_direct(c, distributed.grads[0], reference, t, result);
+    if (result.direct == DirectObservation::mismatch) {
+      result.observation = StrategyObservation::mismatch;
+      result.cause = "direct gradient is not the prediction";
+      return;
+    }
+  }
+  const double scale = std::max(max_abs(reference.grad), max_abs(reference.grad_magnitude));
+  // The cancelled terms round like any value (a few u each): rtol, which
+  // covers long sums of the gradient's own size, would be 9000 u on them and
+  // hide dropped terms a saturated softmax leaves small.
+  const double cancellation_allowance =
+      16.0 * unit_roundoff(c.scalar) *
+      (c.clip ? clip_cancellation_scales(c).encoders : softmax_cancellation_scale(c));
+  const auto within = [&](double ratio) {
+    const double error = max_abs(grad - ratio * reference.grad);
+    const bool ok =
+        std::isfinite(error) && error <= t.atol + std::max(std::abs(ratio), 1.0) *
+                                                      (t.rtol * scale + cancellation_allowance);
+    return std::pair{ok, error};
+  };
+  if (result.prediction.verdict != step::Verdict::no_single_ratio) {
+    const double ratio = result.prediction.ratio;
+    const auto [ok, error] = within(ratio);
+    result.observation = ok ? StrategyObservation::confirmed : StrategyObservation::mismatch;
+    if (!ok) result.cause = "encoder gradient is not the prediction";
+    if (ok)
+      result.detail = "ratio " + number(ratio) + " (max |grad - r ref| " + number(error) + ")";
+    if (!ok) {
+      const double norm2 = reference.grad.squaredNorm();
+      result.detail =
+          "predicted " + step::describe(result.prediction) + ": max |grad - " + number(ratio) +
+          " ref| = " + number(error) + " (scale " + number(scale) +
+          (norm2 > 0 ? ", observed ratio " + number(grad.cwiseProduct(reference.grad).sum() / norm2)
+                     : std::string()) +
+          ")";
+    }
+    return;
+  }
+  // No single ratio: the step differs from the best multiple of the reference.
+  const double norm2 = reference.grad.squaredNorm();
+  const double best = norm2 > 0 ? grad.cwiseProduct(reference.grad).sum() / norm2 : 0.0;
+  const auto [parallel, residual] = within(best);
+  result.observation =
+      parallel ? StrategyObservation::no_counterexample : StrategyObservation::confirmed;
+  result.detail = "best ratio " + number(best) + ", residual " + number(residual);
+  // A DP shard without a group in some micro-step: the shards that have
+  // groups may still be equal (one shard alone holds every query), so the
+  // step can be a multiple of the reference although predict() calls the
+  // batches unequal.
+  bool empty_shard = false;  // a CLIP shard is never empty
+  for (std::int32_t m = 0; !c.clip && m < c.micro_steps_run(); ++m) {
+    for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
+      empty_shard = empty_shard || shard.negative_counts.empty();
+    }
+  }
+  result.trivially_parallel = norm2 == 0 || grad.size() == 1 || empty_shard;
+}
+
 }  // namespace
 
 StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner, bool oracle) {
@@ -376,6 +522,7 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner, 
     return result;
   }
   step::DistributedResult distributed;
+  std::optional<loss::RecordedDraws> external_draws;
   try {
     if (runner) {
       StepRun run = runner(c, reference);
@@ -384,82 +531,37 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner, 
         reference = std::move(*run.reference);
         result.reference_zero = reference.grad.squaredNorm() == 0;
       }
+      external_draws = std::move(run.padding_draws);
     } else {
       step::RunOptions options;
       options.share_identical_losses = true;
       distributed = step::run_on_fibers(c, step::StepVariant{}, options);
     }
+  } catch (const StepDeclined& e) {
+    result.observation = StrategyObservation::discarded;
+    result.detail = std::string("declined by the step: ") + e.what();
+    return result;
   } catch (const std::exception& e) {
     result.observation = StrategyObservation::mismatch;
+    result.cause = "the step failed";
     result.detail = std::string("the step threw: ") + e.what();
     return result;
   }
   for (const auto& grad : distributed.grads) {
     if (grad != distributed.grads[0]) {
       result.observation = StrategyObservation::mismatch;
+      result.cause = "ranks hold different reduced gradients";
       result.detail = "ranks hold different reduced gradients";
       return result;
     }
   }
-  const Matrix<double> grad = Eigen::Map<const Matrix<double>>(distributed.grads[0].data(),
-                                                               c.embedding_dim(), c.feature_dim());
-  const step::Tolerance t = step::tolerance_for(c.scalar);
-  if (direct_parameter_count(c) > 0) {
-    judge_direct(c, distributed.grads[0], reference, t, result);
-    if (result.direct == DirectObservation::mismatch) {
-      result.observation = StrategyObservation::mismatch;
-      return result;
-    }
-  }
-  const double scale = std::max(max_abs(reference.grad), max_abs(reference.grad_magnitude));
-  // The cancelled terms round like any value (a few u each): rtol, which
-  // covers long sums of the gradient's own size, would be 9000 u on them and
-  // hide dropped terms a saturated softmax leaves small.
-  const double cancellation_allowance =
-      16.0 * unit_roundoff(c.scalar) *
-      (c.clip ? clip_cancellation_scales(c).encoders : softmax_cancellation_scale(c));
-  const auto within = [&](double ratio) {
-    const double error = max_abs(grad - ratio * reference.grad);
-    const bool ok =
-        std::isfinite(error) && error <= t.atol + std::max(std::abs(ratio), 1.0) *
-                                                      (t.rtol * scale + cancellation_allowance);
-    return std::pair{ok, error};
-  };
-  if (result.prediction.verdict != step::Verdict::no_single_ratio) {
-    const double ratio = result.prediction.ratio;
-    const auto [ok, error] = within(ratio);
-    result.observation = ok ? StrategyObservation::confirmed : StrategyObservation::mismatch;
-    if (ok)
-      result.detail = "ratio " + number(ratio) + " (max |grad - r ref| " + number(error) + ")";
-    if (!ok) {
-      const double norm2 = reference.grad.squaredNorm();
-      result.detail =
-          "predicted " + step::describe(result.prediction) + ": max |grad - " + number(ratio) +
-          " ref| = " + number(error) + " (scale " + number(scale) +
-          (norm2 > 0 ? ", observed ratio " + number(grad.cwiseProduct(reference.grad).sum() / norm2)
-                     : std::string()) +
-          ")";
-    }
-    return result;
-  }
-  // No single ratio: the step differs from the best multiple of the reference.
-  const double norm2 = reference.grad.squaredNorm();
-  const double best = norm2 > 0 ? grad.cwiseProduct(reference.grad).sum() / norm2 : 0.0;
-  const auto [parallel, residual] = within(best);
-  result.observation =
-      parallel ? StrategyObservation::no_counterexample : StrategyObservation::confirmed;
-  result.detail = "best ratio " + number(best) + ", residual " + number(residual);
-  // A DP shard without a group in some micro-step: the shards that have
-  // groups may still be equal (one shard alone holds every query), so the
-  // step can be a multiple of the reference although predict() calls the
-  // batches unequal.
-  bool empty_shard = false;  // a CLIP shard is never empty
-  for (std::int32_t m = 0; !c.clip && m < c.micro_steps_run(); ++m) {
-    for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
-      empty_shard = empty_shard || shard.negative_counts.empty();
-    }
-  }
-  result.trivially_parallel = norm2 == 0 || grad.size() == 1 || empty_shard;
+  judge_prediction(c, distributed, reference, result);
+  // An external step runs the point, or it does not: its loss and gradients
+  // must be the rank program's at the point, not merely fit the prediction
+  // (any multiple of the reference fits "no single ratio").
+  const bool fits = result.observation == StrategyObservation::confirmed ||
+                    result.observation == StrategyObservation::no_counterexample;
+  if (runner && fits) judge_at_point(c, external_draws, distributed, reference, result);
   return result;
 }
 
@@ -490,9 +592,73 @@ FamilyChoice parse_family_choice(const std::string& text) {
                    "'");
 }
 
+namespace {
+
+void group_mismatch(std::int64_t index, const Case& c, const StrategyCaseResult& r,
+                    StrategyCampaignResult& out) {
+  MismatchGroup& group =
+      out.mismatches_by_cause[r.cause.empty() ? std::string("not the prediction") : r.cause];
+  ++group.count;
+  if (group.lines.size() >= MismatchGroup::kKept) return;
+  group.indices.push_back(index);
+  group.lines.push_back("case " + std::to_string(index) + " (" + (c.clip ? "clip " : "infonce ") +
+                        step::name_of(r.strategy) + "): " + r.detail);
+}
+
+}  // namespace
+
+void tally_strategy_case(std::int64_t index, const Case& c, const StrategyCaseResult& r,
+                         StrategyCampaignResult& out, const CaseSpec* spec) {
+  StrategyCell& cell = (c.clip ? out.clip_cells : out.cells)[strategy_index(r.strategy)];
+  ++cell.cases;
+  ++out.cases;
+  cell.direct_confirmed += r.direct == DirectObservation::confirmed ? 1 : 0;
+  cell.direct_one_number += r.direct == DirectObservation::one_number ? 1 : 0;
+  cell.oracle_judged += r.oracle_judged ? 1 : 0;
+  switch (r.observation) {
+    case StrategyObservation::discarded:
+      ++cell.discarded;
+      if (cell.first_discard.empty()) {
+        cell.first_discard = "case " + std::to_string(index) + ": " + r.detail;
+      }
+      break;
+    case StrategyObservation::near_tie:
+      ++cell.near_ties;
+      break;
+    case StrategyObservation::confirmed:
+      ++cell.confirmed;
+      switch (r.prediction.verdict) {
+        case step::Verdict::correct:
+          ++cell.correct;
+          break;
+        case step::Verdict::ratio:
+          ++cell.ratio;
+          break;
+        case step::Verdict::no_single_ratio:
+          ++cell.counterexamples;
+          break;
+      }
+      break;
+    case StrategyObservation::no_counterexample:
+      ++cell.no_counterexample;
+      if (!r.trivially_parallel) ++cell.no_counterexample_other;
+      break;
+    case StrategyObservation::mismatch:
+      ++cell.mismatched;
+      group_mismatch(index, c, r, out);
+      if (!cell.first_mismatch_index) {
+        cell.first_mismatch_index = index;
+        const std::string text =
+            spec == nullptr ? "" : (c.clip ? "clip " + describe_clip(*spec) : describe(*spec));
+        cell.first_mismatch = "case " + std::to_string(index) + " (" + text + "): " + r.detail;
+      }
+      break;
+  }
+}
+
 StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& options) {
   StrategyCampaignResult out;
-  for (std::int64_t index = 0; index < options.cases; ++index) {
+  for (std::int64_t index = options.first_case; index < options.cases; ++index) {
     CaseSpec spec;
     const Case c =
         strategy_case(options.seed, index, options.limits, options.only, &spec, &options);
@@ -503,50 +669,7 @@ StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& opti
     } else {
       r = check_strategy_case(c, options.runner, options.oracle);
     }
-    StrategyCell& cell = (c.clip ? out.clip_cells : out.cells)[strategy_index(r.strategy)];
-    ++cell.cases;
-    ++out.cases;
-    cell.direct_confirmed += r.direct == DirectObservation::confirmed ? 1 : 0;
-    cell.direct_one_number += r.direct == DirectObservation::one_number ? 1 : 0;
-    cell.oracle_judged += r.oracle_judged ? 1 : 0;
-    switch (r.observation) {
-      case StrategyObservation::discarded:
-        ++cell.discarded;
-        if (cell.first_discard.empty()) {
-          cell.first_discard = "case " + std::to_string(index) + ": " + r.detail;
-        }
-        break;
-      case StrategyObservation::near_tie:
-        ++cell.near_ties;
-        break;
-      case StrategyObservation::confirmed:
-        ++cell.confirmed;
-        switch (r.prediction.verdict) {
-          case step::Verdict::correct:
-            ++cell.correct;
-            break;
-          case step::Verdict::ratio:
-            ++cell.ratio;
-            break;
-          case step::Verdict::no_single_ratio:
-            ++cell.counterexamples;
-            break;
-        }
-        break;
-      case StrategyObservation::no_counterexample:
-        ++cell.no_counterexample;
-        if (!r.trivially_parallel) ++cell.no_counterexample_other;
-        break;
-      case StrategyObservation::mismatch:
-        ++cell.mismatched;
-        if (!cell.first_mismatch_index) {
-          cell.first_mismatch_index = index;
-          cell.first_mismatch = "case " + std::to_string(index) + " (" +
-                                (c.clip ? "clip " + describe_clip(spec) : describe(spec)) +
-                                "): " + r.detail;
-        }
-        break;
-    }
+    tally_strategy_case(index, c, r, out, &spec);
   }
   return out;
 }
@@ -691,6 +814,67 @@ std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOption
     return witness;
   }
   return std::nullopt;
+}
+
+namespace {
+
+// `spec` at `draw` as the campaign runs it: discarded (no cause) when the
+// case file would reject it or the step cannot run it.
+StrategyCaseResult judge_spec(CaseSpec spec, const StrategyDraw& draw,
+                              const StrategyCampaignOptions& options, CaseSpec& judged, Case& c) {
+  StrategyCaseResult r;
+  try {
+    c = strategy_case_of(spec, draw);
+  } catch (const InputError& e) {
+    r.detail = e.what();
+    return r;
+  }
+  judged = spec;
+  if (const std::optional<std::string> reason = options.skip ? options.skip(c) : std::nullopt) {
+    r.detail = "outside the step's supports: " + *reason;
+    return r;
+  }
+  return check_strategy_case(c, options.runner, options.oracle);
+}
+
+}  // namespace
+
+StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options,
+                                        std::int64_t index, const std::string& cause,
+                                        std::int32_t max_evaluations) {
+  const StrategyDraw draw = strategy_draw(options.seed, index, options.only, &options);
+  rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
+  StrategyShrunk out;
+  out.index = index;
+  CaseSpec shrunk;
+  out.result = judge_spec(current.value(), draw, options, shrunk, out.shrunk_case);
+  const auto same_cause = [&](const StrategyCaseResult& r) {
+    return r.observation == StrategyObservation::mismatch && r.cause == cause;
+  };
+  std::int32_t evaluations = 0;
+  bool progressed = same_cause(out.result);
+  while (progressed && evaluations < max_evaluations) {
+    progressed = false;
+    auto candidates = current.shrinks();
+    while (evaluations < max_evaluations) {
+      rc::Maybe<rc::Shrinkable<CaseSpec>> next = candidates.next();
+      if (!next) break;
+      ++evaluations;
+      CaseSpec judged;
+      Case c;
+      StrategyCaseResult r = judge_spec(next->value(), draw, options, judged, c);
+      if (!same_cause(r)) continue;
+      current = std::move(*next);
+      shrunk = judged;
+      out.shrunk_case = std::move(c);
+      out.result = std::move(r);
+      ++out.shrink_steps;
+      progressed = true;
+      break;
+    }
+  }
+  out.shrunk_text = draw.clip ? describe_clip(shrunk) : describe(shrunk);
+  return out;
 }
 
 }  // namespace infonce::properties

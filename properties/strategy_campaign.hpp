@@ -22,11 +22,14 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "casefile/case.hpp"
 #include "properties/case_spec.hpp"
 #include "properties/generators.hpp"
+#include "properties/point_comparison.hpp"
 #include "step/run_case.hpp"
 #include "step/strategy.hpp"
 
@@ -72,6 +75,9 @@ struct StrategyCaseResult {
   std::optional<DirectValues> direct_values;
   StrategyObservation observation = StrategyObservation::discarded;
   std::string detail;  // one line
+  // mismatch: what differed, the key its mismatches are grouped by (e.g.
+  // "encoder gradient differs from the point's rank program").
+  std::string cause;
   // no_counterexample: a zero reference, D x F = 1, or a DP shard without a group
   bool trivially_parallel = false;
   bool reference_zero = false;  // the reference gradient is exactly 0
@@ -90,8 +96,21 @@ struct StepRun {
   // generators): the reference of the case padded with them, which the step
   // is judged against instead.
   std::optional<step::ReferenceValues> reference;
+  // Those draws ([micro][dp shard], each shard's first replica): the rank
+  // program at the case's point replays them when it judges the step.
+  std::optional<loss::RecordedDraws> padding_draws;
 };
 using StepRunner = std::function<StepRun(const Case&, const step::ReferenceValues&)>;
+// Thrown by a runner whose step declined the case (with its reason): the
+// case is discarded, not a mismatch.
+class StepDeclined : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How far a step judged on `c` may round from the rank program at its point
+// (properties/point_comparison.hpp), from the case and its reference.
+PointAllowance point_allowance(const Case& c, const step::ReferenceValues& reference);
 
 // Checks `c` (its strategy key set) against the prediction for its shape.
 // With `oracle`, the reference the step is judged against is first judged
@@ -106,7 +125,8 @@ step::StepShape step_shape(const Case& c);
 
 struct StrategyCampaignOptions {
   std::uint64_t seed = 1;
-  std::int64_t cases = 3600;
+  std::int64_t cases = 3600;  // case indices [first_case, cases) run
+  std::int64_t first_case = 0;
   GeneratorLimits limits = default_limits();
   std::optional<step::Strategy> only;  // unset: every point
   FamilyChoice families = FamilyChoice::both;
@@ -161,9 +181,18 @@ struct StrategyCell {
   std::string first_discard;   // one line: the first discarded case and why
 };
 
+// The mismatches of one cause: how many, and the first few as one line each.
+struct MismatchGroup {
+  static constexpr std::size_t kKept = 12;
+  std::int64_t count = 0;
+  std::vector<std::int64_t> indices;  // the first kKept cases' indices
+  std::vector<std::string> lines;     // "case I (family point): detail", the first kKept
+};
+
 struct StrategyCampaignResult {
   std::array<StrategyCell, 36> cells;       // InfoNCE, in all_strategies() order
   std::array<StrategyCell, 36> clip_cells;  // CLIP, likewise
+  std::map<std::string, MismatchGroup> mismatches_by_cause;
   std::int64_t cases = 0;
   std::int64_t mismatched() const;
   std::int64_t oracle_judged() const;       // both families
@@ -171,6 +200,22 @@ struct StrategyCampaignResult {
 };
 
 StrategyCampaignResult run_strategy_campaign(const StrategyCampaignOptions& options);
+// Counts case `index` (`c`, judged as `r`) into `out`, as the campaign does.
+void tally_strategy_case(std::int64_t index, const Case& c, const StrategyCaseResult& r,
+                         StrategyCampaignResult& out, const CaseSpec* spec = nullptr);
+
+// A mismatching campaign case shrunk while it mismatches for the same cause
+// (every candidate run as the campaign runs it: its runner and its skip).
+struct StrategyShrunk {
+  std::int64_t index = 0;  // the campaign case it was shrunk from
+  Case shrunk_case;        // its case file carries the "strategy" key
+  StrategyCaseResult result;  // of the shrunk case
+  std::string shrunk_text;    // the shrunk spec in one line
+  std::int32_t shrink_steps = 0;
+};
+StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options,
+                                        std::int64_t index, const std::string& cause,
+                                        std::int32_t max_evaluations);
 
 // "all", or a point's name ("autograd/local/scale-P/mean"); nullopt for "all".
 // Throws InputError naming the choices for anything else.

@@ -9,6 +9,8 @@
 #include "base/assert.hpp"
 #include "base/error.hpp"
 #include "properties/oracle_agrees.hpp"
+#include "properties/point_comparison.hpp"
+#include "step/run_case.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -111,7 +113,31 @@ Restriction restriction_of(const sut::Supports& s) {
   r.max_replicas = s.max_replicas;
   r.min_dim = s.min_dim;
   r.padding = has(s.padding, loss::Padding::fixed) ? loss::Padding::fixed : loss::Padding::legacy;
+  r.unequal_batches = s.unequal_batches;
+  r.unequal_documents = s.unequal_documents;
+  r.unequal_shapes = s.unequal_shapes;
+  r.per_rank_rng = has(s.rng_modes, RngMode::per_rank);
+  // A CLIP case carries the extension key "family": only for a SUT that declares it.
+  // A SUT that runs both families gets InfoNCE cases, as before CLIP was a family: a
+  // case without a strategy key runs the trainer's own point, which is P x the
+  // reference on CLIP's logit scale (docs/strategies.md); CLIP is judged there by
+  // check --strategies. A CLIP-only SUT gets CLIP cases.
+  r.infonce = s.infonce_family;
+  r.clip = s.clip_family && s.declares("family") && !s.infonce_family;
+  r.logit_bias = s.logit_bias;
+  if (!r.infonce && !r.clip) {
+    throw InputError(
+        "--sut: handshake.supports.families: clip only, but \"family\" is not among its "
+        "extension_keys");
+  }
   return r;
+}
+
+std::vector<std::string> handshake_notes(const sut::Supports& s) {
+  if (!s.rank_local_loss) return {};
+  return {
+      "reported loss: rank-local (each rank's loss against the reference's loss over its own "
+      "rows: the mean, or sum, of its groups' terms of the global loss)"};
 }
 
 namespace {
@@ -162,6 +188,45 @@ void check_sut_uncompensated(const Case& judged, sut::Session& session,
   check_uncompensated_gradient(judged, before_fix.result->grad, own, verdict);
 }
 
+// Each rank's loss restricted to its own rows: SPEC section 9's local scope,
+// L_d = the mean (or sum) over the rank's own groups of l_g, the per-group
+// term of the global loss (its queries against every gathered document).
+// The rank program reports exactly that at a local point; the gather and the
+// backward scale change the gradient, not the reported value.
+std::vector<double> rank_local_losses(const Case& c) {
+  Case local = c;
+  local.strategy = Strategy{GatherKind::detached_own_live, LossScope::local, BackwardScale::none,
+                            c.reduction};
+  local.compensate = true;  // what a strategy requires; the reported value is unscaled
+  step::RunOptions options;
+  options.share_identical_losses = true;
+  return step::run_on_fibers(local, step::StepVariant{}, options).losses;
+}
+
+// A rank-local reported loss (reported_loss "rank-local"): every rank's loss
+// against the reference's loss over that rank's own rows. The losses are
+// then replaced by the reference's, so that the rest is judged as for a
+// global loss (the gradient).
+void judge_rank_local_losses(const Case& c, const step::ReferenceValues& reference,
+                             step::DistributedResult& distributed, CaseVerdict& verdict) {
+  const std::vector<double> expected = rank_local_losses(c);
+  const PointAllowance allowance = point_allowance(c, reference);
+  for (std::size_t w = 0; w < expected.size(); ++w) {
+    if (losses_agree(distributed.losses[w], expected[w], allowance)) continue;
+    verdict.failures.push_back(
+        {kGradientMatches, "rank " + std::to_string(w) + " reports the rank-local loss " +
+                               format_detail(distributed.losses[w]) +
+                               ", the reference's loss over its own rows is " +
+                               format_detail(expected[w])});
+    break;
+  }
+  for (std::int32_t w = 0; w < c.mesh.world; ++w) {
+    const auto shard = static_cast<std::size_t>(c.mesh.dp_rank(w));
+    distributed.losses[static_cast<std::size_t>(w)] =
+        c.loss.use_batch ? reference.loss : reference.shard_losses[shard];
+  }
+}
+
 }  // namespace
 
 CaseVerdict check_external_case(const Case& c, sut::Session& session,
@@ -171,7 +236,20 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
   std::optional<step::ReferenceValues> found = reference_or_discard(c, options.oracle, verdict);
   if (!found) return verdict;
   step::ReferenceValues reference = std::move(*found);
+  const sut::Supports& supports = session.handshake().supports;
+  if (const auto axis = sut::outside_supports(c, supports)) {
+    // Generation stays inside the handshake; a case that does not is never sent.
+    verdict.discarded = true;
+    verdict.discard_reason = "outside the SUT's handshake (" + *axis + "): not sent";
+    return verdict;
+  }
   const sut::StepOutcome outcome = session.run(c);
+  if (!outcome.declined.empty()) {
+    verdict.discarded = true;
+    verdict.declined = outcome.declined;
+    verdict.discard_reason = "declined by the SUT: " + outcome.declined;
+    return verdict;
+  }
   if (!outcome.result) {
     verdict.failures.push_back({kNoCrash, outcome.failure});
     return verdict;
@@ -189,11 +267,11 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
       return verdict;
     }
   }
-  const step::DistributedResult distributed = distributed_result(result, judged, reference);
+  step::DistributedResult distributed = distributed_result(result, judged, reference);
+  if (supports.rank_local_loss) judge_rank_local_losses(judged, reference, distributed, verdict);
   verdict.report = evaluate_owed(judged, distributed, reference, verdict);
   judge_against_reference(judged, distributed, reference, options, verdict);
   check_reported_step(verdict.report, verdict);
-  const sut::Supports& supports = session.handshake().supports;
   // A case with a strategy key has its scale there (and needs compensate true).
   if (!c.strategy && c.compensate && supports.compensate_false && c.loss.use_batch &&
       c.reduction == Reduction::mean && c.mesh.dp >= 2) {
@@ -204,11 +282,13 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
 
 StepRun run_on_sut(sut::Session& session, const Case& c, const step::ReferenceValues& reference) {
   const sut::StepOutcome outcome = session.run(c);
+  if (!outcome.declined.empty()) throw StepDeclined(outcome.declined);
   if (!outcome.result) throw StepFailure("the SUT failed: " + outcome.failure);
   StepRun run;
   if (c.loss.hard_negatives && outcome.result->padding_draws) {
     Case judged = c;
     judged.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);
+    run.padding_draws = judged.padding_draws;
     run.reference = step::compute_case_reference(judged);
     run.result = distributed_result(*outcome.result, judged, *run.reference);
     return run;

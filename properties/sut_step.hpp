@@ -24,6 +24,11 @@ namespace infonce::properties {
 // SUT cannot run what every generated case needs (synced generators).
 Restriction restriction_of(const sut::Supports& supports);
 
+// What the report says of a handshake beyond the generator's restriction:
+// the checks it changes (a rank-local reported loss is not compared with the
+// reference's).
+std::vector<std::string> handshake_notes(const sut::Supports& supports);
+
 // One case on one SUT session; the case is already adapted. `options`:
 // where oracle-agrees runs (its mode and the case's index).
 CaseVerdict check_external_case(const Case& c, sut::Session& session,

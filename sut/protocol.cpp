@@ -170,6 +170,16 @@ Supports read_supports(const Json& value, const std::string& path) {
   }
   if (auto v = given("logit_bias")) s.logit_bias = read_bool(*v, p("logit_bias"));
   if (auto v = given("unequal_batches")) s.unequal_batches = read_bool(*v, p("unequal_batches"));
+  if (auto v = given("unequal_documents"))
+    s.unequal_documents = read_bool(*v, p("unequal_documents"));
+  if (auto v = given("unequal_shapes")) s.unequal_shapes = read_bool(*v, p("unequal_shapes"));
+  if (auto v = given("reported_loss")) {
+    enum class Scope { global, rank_local };
+    const std::vector<Scope> scope = read_choices<Scope>(
+        Json::array({*v}), p("reported_loss"),
+        {{"global", Scope::global}, {"rank-local", Scope::rank_local}});
+    s.rank_local_loss = scope.front() == Scope::rank_local;
+  }
   // Unknown keys are ignored: a newer SUT may declare more than we know.
   return s;
 }
@@ -288,6 +298,30 @@ bool has_unequal_batches(const Case& c) {
   return false;
 }
 
+bool has_unequal_documents(const Case& c) {
+  if (c.clip) return false;
+  std::optional<std::int32_t> first;
+  for (const auto& shards : c.batches) {
+    for (const loss::ShardBatch& shard : shards) {
+      for (const std::int32_t k : shard.negative_counts) {
+        if (first && k != *first) return true;
+        first = k;
+      }
+    }
+  }
+  return false;
+}
+
+bool has_unequal_shapes(const Case& c) {
+  if (c.clip) return has_unequal_batches(c);
+  for (const auto& shards : c.batches) {
+    for (const loss::ShardBatch& shard : shards) {
+      if (shard.features.rows() != shards.front().features.rows()) return true;
+    }
+  }
+  return false;
+}
+
 bool Supports::declares(std::string_view key) const {
   return std::find(extension_keys.begin(), extension_keys.end(), key) != extension_keys.end();
 }
@@ -331,6 +365,8 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& s) {
   if (!c.clip && !s.infonce_family) return std::string("family infonce");
   if (c.clip && c.clip->logit_bias && !s.logit_bias) return std::string("logit_bias");
   if (!s.unequal_batches && has_unequal_batches(c)) return std::string("unequal batches");
+  if (!s.unequal_documents && has_unequal_documents(c)) return std::string("unequal documents");
+  if (!s.unequal_shapes && has_unequal_shapes(c)) return std::string("unequal shapes");
   if (c.learnable_temperature && !s.declares("learnable_temperature")) {
     return std::string("learnable_temperature");
   }
@@ -385,9 +421,14 @@ Response parse_response(std::string_view line, std::int64_t id, const Case& c) {
         (got.is_number_integer() ? std::to_string(got.get<std::int64_t>()) : kind_of(got)));
   }
   if (const auto it = value.find("error"); it != value.end()) {
-    return {std::nullopt, read_string(*it, "response.error")};
+    return {std::nullopt, read_string(*it, "response.error"), {}};
   }
-  return {read_result(value, c), {}};
+  if (const auto it = value.find("declined"); it != value.end()) {
+    const std::string reason = read_string(*it, "response.declined");
+    if (reason.empty()) fail("response.declined", "expected a reason, got an empty string");
+    return {std::nullopt, {}, reason};
+  }
+  return {read_result(value, c), {}, {}};
 }
 
 }  // namespace infonce::sut

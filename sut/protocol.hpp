@@ -55,6 +55,15 @@ struct Supports {
   bool clip_family = false;
   bool logit_bias = false;
   bool unequal_batches = true;
+  // Whether queries may hold different numbers of documents (k differs from
+  // group to group), and whether ranks may hold batches of different shapes
+  // (row counts) in one micro-step (a plain tensor all_gather needs one shape).
+  bool unequal_documents = true;
+  bool unequal_shapes = true;
+  // reported_loss: "global" (every rank reports the global batch's loss) or
+  // "rank-local" (each rank reports the loss of its own rows, as an autograd
+  // gather followed by a local loss does).
+  bool rank_local_loss = false;
 
   bool declares(std::string_view key) const;
 };
@@ -84,7 +93,8 @@ struct StepResult {
 
 struct Response {
   std::optional<StepResult> result;
-  std::string error;  // set when the SUT answered with an error
+  std::string error;     // set when the SUT answered with an error
+  std::string declined{};  // set when the SUT declined the case (its reason): not a failure
 };
 
 // Checks the id and every shape against the case (W ranks, D x F gradient,
@@ -97,6 +107,11 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& suppo
 // Whether some micro-step's DP shards hold different numbers of groups
 // (InfoNCE) or pairs (CLIP).
 bool has_unequal_batches(const Case& c);
+// Whether two queries of the case hold different numbers of documents
+// (InfoNCE groups with different k; a CLIP query always has one).
+bool has_unequal_documents(const Case& c);
+// Whether some micro-step's DP shards hold different numbers of rows.
+bool has_unequal_shapes(const Case& c);
 
 // Text shown for a line of junk: cut to 200 characters, on one line.
 std::string shown_line(std::string_view line);

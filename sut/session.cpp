@@ -59,6 +59,7 @@ StepOutcome Session::run(const Case& c) {
   }
   try {
     Response response = parse_response(line, id, c);
+    if (!response.declined.empty()) return {std::nullopt, {}, false, response.declined};
     if (!response.result) return {std::nullopt, "the SUT reported an error: " + response.error};
     return {std::move(response.result), {}};
   } catch (const OutOfStep& e) {

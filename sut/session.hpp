@@ -21,6 +21,7 @@ struct StepOutcome {
   std::optional<StepResult> result;
   std::string failure;     // one line, when there is no result
   bool restarted = false;  // the SUT was killed or had died: the next step starts a new one
+  std::string declined{};  // the SUT's reason, when it declined the case (not a failure)
 };
 
 class Session {

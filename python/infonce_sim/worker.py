@@ -6,7 +6,8 @@
 
 Protocol (docs/sut-protocol.md): newline-delimited JSON on stdin/stdout. The worker
 sends the handshake, then answers each request {"id", "case"} with one response
-{"id", "losses", "grad", "grads", "padding_draws"} or {"id", "error"}; it exits 0
+{"id", "losses", "grad", "grads", "padding_draws"}, {"id", "error"}, or {"id", "declined"}
+(the adapter raised infonce_sim.Declined, or its `decline(case)` returned a reason); it exits 0
 when stdin closes. Everything else anyone prints (the trainer included) goes to
 stderr: file descriptor 1 is pointed at stderr, the protocol has its own copy.
 
@@ -20,7 +21,7 @@ import math
 import os
 import sys
 
-from . import PROTOCOL
+from . import PROTOCOL, Declined
 
 
 def parse_args(argv):
@@ -191,6 +192,11 @@ class Worker:
             why = outside_supports(case, self.supports)
             if why:
                 raise CaseError(why)
+            reason = getattr(self.adapter, "decline", lambda _case: None)(case)
+            if reason:
+                raise Declined(reason)
+            # The case as the trainer runs it (e.g. a strategy point baked into its code).
+            case = getattr(self.adapter, "prepare", lambda same: same)(case)
             result = self.runtime.run(self.adapter, case,
                                       self.supports.get("replays_padding_draws", False))
             matrices = {}  # id(tensor) -> its JSON: ranks of one reduction share a tensor
@@ -213,6 +219,8 @@ class Worker:
                     {k: _finite_or_none(float(v)) for k, v in result["direct"].items()},
                     allow_nan=False)]
             text = "".join(parts + ["}"])
+        except Declined as e:
+            text = json.dumps({"id": request_id, "declined": one_line(e)})
         except ValueError as e:  # json.JSONDecodeError included
             text = json.dumps({"id": request_id, "error": one_line(f"{type(e).__name__}: {e}")})
         except Exception as e:  # noqa: BLE001 - any failure of the step is the response

@@ -106,6 +106,43 @@ def test_trainer_prints_go_to_stderr(tmp_path, real_trainer):
     assert "hello from rank 0" in err
 
 
+def test_an_adapter_may_decline_a_case_with_a_reason(tmp_path, real_trainer):
+    """infonce_sim.Declined, raised by the adapter's loss or returned by its decline(case)
+    hook, is a {"declined": reason} response: not an error, and the worker goes on."""
+    module = tmp_path / "choosy_adapter.py"
+    module.write_text(
+        "from infonce_sim import Declined\n"
+        "from infonce_sim.adapters.conformance import ConformanceAdapter\n"
+        "class Choosy(ConformanceAdapter):\n"
+        "    def decline(self, case):\n"
+        "        return 'world 4: not on this trainer' if case.world == 4 else None\n"
+        "    def loss(self, ctx, embeddings, labels):\n"
+        "        if ctx.case.steps > 1:\n"
+        "            raise Declined('gradient accumulation:\\n not used')\n"
+        "        return (yield from super().loss(ctx, embeddings, labels))\n"
+        "def make(**options):\n"
+        "    return Choosy()\n")
+    two = load_json_case(sorted((real_trainer / "cases").glob("w2d2-*-fixed.json"))[0])
+    four = load_json_case(sorted((real_trainer / "cases").glob("w4d2-*-fixed.json"))[0])
+    accumulated = json.loads(json.dumps(two))
+    accumulated["batches"] = accumulated["batches"] * 2
+    accumulated["accumulation"]["steps"] = len(accumulated["batches"])
+    two["batches"] = two["batches"][:1]
+    two["accumulation"] = {"steps": 1, "normalize": True}
+    accumulated.pop("padding_draws", None)
+    proc = subprocess.Popen([PYTHON, "-m", "infonce_sim.worker", "--adapter", "choosy_adapter:make"],
+                            cwd=ROOT / "python", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={"PYTHONPATH": f"{ROOT / 'python'}:{tmp_path}", "PATH": "/usr/bin"})
+    requests = [{"id": 0, "case": four}, {"id": 1, "case": accumulated}, {"id": 2, "case": two}]
+    out, err = proc.communicate("".join(json.dumps(r) + "\n" for r in requests), timeout=300)
+    assert proc.returncode == 0, err
+    responses = [json.loads(line) for line in out.splitlines()][1:]
+    assert responses[0] == {"id": 0, "declined": "world 4: not on this trainer"}
+    assert responses[1] == {"id": 1, "declined": "gradient accumulation: not used"}
+    assert "losses" in responses[2] and "declined" not in responses[2]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--adapter", "no_such_module:make"], "cannot import no_such_module"),
     (["--adapter", "nonsense"], "expected one of conformance, ms-swift, open-clip"),
@@ -171,3 +208,13 @@ def test_the_readme_adapter_runs(tmp_path, real_trainer):
         expect = json.loads(path.read_text())["expect"]
         assert "error" not in response, response
         assert max_rel(response["grad"], expect["grad"]) <= 1e-10
+
+
+def test_the_readme_documents_what_an_adapter_gets_and_returns():
+    """python/README.md's adapter reference names every RankContext member an adapter uses
+    (the conformance adapter and the field's adapters use each), and the loss's pair return."""
+    readme = (ROOT / "python" / "README.md").read_text()
+    for member in ("inputs(micro)", "encode(x)", "direct", "dp_group", "replayed_draws()",
+                   "autograd_gather", "decline(case)"):
+        assert f"`{member}`" in readme, member
+    assert "(backpropagated, reported)" in readme and "zero leaf" in readme

@@ -22,6 +22,21 @@ faulty cases shrinks like a real bug. MODE:
                 gather, float64, no hard negatives, no QQ/DD, mean), and a request outside it
                 is an error
   pass          no fault
+
+Honest SUTs whose handshake narrows an axis (no fault: `check --sut` must pass; a request
+outside the handshake is an error, so the harness must never send one). A "-bug" suffix adds
+a real fault: a faulty case's gradient is doubled (a failure that must shrink and reproduce):
+
+  equal-batches  "unequal_batches": false
+  synced-only    "rng_modes": ["synced"] (serve-sut's own), per-rank requests are errors
+  uniform        "unequal_documents": false, "unequal_shapes": false
+  clip-only      "families": ["clip"], "reductions": ["mean"]: a correct CLIP step (serve-sut at
+                 autograd/global/scale-1/mean, the point that is correct for the towers and the
+                 logit scale alike; the seed's own point is P x on the logit scale)
+  rank-local     "reported_loss": "rank-local": each rank reports the loss of its own rows (what
+                 serve-sut reports at detached-own-live/local/scale-1, asked a second time);
+                 rank-local-bug reports the global loss instead (a wrong rank-local loss)
+  decline        declines every faulty case: {"declined": "..."}
 """
 import json
 import os
@@ -31,7 +46,7 @@ import time
 
 
 def faulty(case):
-    return case["rng"]["seed"] % 23 == 7
+    return case.get("rng", {}).get("seed", 0) % 23 == 7
 
 
 def outside_narrow(case):
@@ -40,6 +55,67 @@ def outside_narrow(case):
             or case["gather"] != "object" or case["reduction"] != "mean" or "dtype" in case
             or loss["hard_negatives"] is not None or loss["include_qq"] or loss["include_dd"]
             or "padding_draws" in case)
+
+
+def micro_shards(case):
+    """[micro][dp rank] -> the shard's row count, and the shard's documents per query."""
+    if case.get("family") == "clip":
+        return [[(len(shard["image"]), [1] * len(shard["image"])) for shard in micro]
+                for micro in case["clip"]["batches"]]
+    return [[(sum(len(group) for group in shard), [len(group) - 1 for group in shard])
+             for shard in micro] for micro in case["batches"]]
+
+
+def outside_honest(mode, case):
+    """Why the request lies outside the narrowed handshake, or None."""
+    shards = micro_shards(case)
+    if mode == "equal-batches":
+        if any(len({len(docs) for _, docs in micro}) > 1 for micro in shards):
+            return "unequal batches: this trainer needs one group count per rank"
+    if mode == "uniform":
+        if any(len({rows for rows, _ in micro}) > 1 for micro in shards):
+            return "unequal shapes: this trainer gathers one tensor shape"
+        if len({d for micro in shards for _, docs in micro for d in docs}) > 1:
+            return "unequal documents per query"
+    if mode == "synced-only" and case.get("rng", {}).get("mode", "synced") != "synced":
+        return "rng.mode per-rank: not supported"
+    if mode == "clip-only" and case.get("family") != "clip":
+        return "an InfoNCE case: this trainer runs CLIP only"
+    return None
+
+
+HONEST = ("equal-batches", "synced-only", "uniform", "clip-only", "rank-local", "decline")
+
+
+def honest_handshake(mode, supports):
+    if mode == "equal-batches":
+        supports["unequal_batches"] = False
+    if mode == "uniform":
+        supports["unequal_documents"] = False
+        supports["unequal_shapes"] = False
+    if mode == "clip-only":
+        supports["families"] = ["clip"]
+        supports["extension_keys"] = [key for key in supports["extension_keys"]
+                                      if key != "strategy"] + ["family"]
+        supports["reductions"] = ["mean"]
+        supports["compensate_false"] = False
+    if mode == "rank-local":
+        supports["reported_loss"] = "rank-local"
+
+
+def rank_local_losses(inner, request):
+    """Every rank's loss over its own rows: serve-sut's at a local point (same draws)."""
+    case = dict(request["case"], compensate=True)
+    case["strategy"] = {"gather": "detached-own-live", "scope": "local", "scale": "none",
+                        "reduction": case["reduction"]}
+    inner.stdin.write(json.dumps({"id": request["id"], "case": case}) + "\n")
+    inner.stdin.flush()
+    return json.loads(inner.stdout.readline())["losses"]
+
+
+def double_gradient(response):
+    response["grad"] = [[2 * x for x in row] for row in response["grad"]]
+    response.pop("grads", None)
 
 
 def main():
@@ -56,6 +132,9 @@ def main():
     handshake["name"] = "fake SUT (" + mode + ")"
     if mode == "wrong-version":
         handshake["protocol"] = "infonce-sut/2"
+    base_mode = mode[:-len("-bug")] if mode.endswith("-bug") else mode
+    if base_mode in HONEST:
+        honest_handshake(base_mode, handshake["supports"])
     if mode == "narrow":
         handshake["supports"] = {"use_batch": [True, False], "max_world": 4, "max_replicas": 1,
                                  "mask_fake_negative": True, "compensate_false": True,
@@ -64,6 +143,14 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         case = request["case"]
+        if base_mode in HONEST:
+            why = outside_honest(base_mode, case)
+            if why:
+                print(json.dumps({"id": request["id"], "error": why}), flush=True)
+                continue
+            if base_mode == "decline" and faulty(case):
+                print(json.dumps({"id": request["id"], "declined": "a faulty seed"}), flush=True)
+                continue
         if mode == "narrow" and outside_narrow(case):
             print(json.dumps({"id": request["id"],
                               "error": "outside the handshake: " + json.dumps(case["mesh"])}),
@@ -88,6 +175,10 @@ def main():
             if mode == "junk":
                 print("Epoch 1: loss=0.25 (a stray print on stdout)", flush=True)
                 continue
+        if base_mode == "clip-only":
+            case["strategy"] = {"gather": "autograd", "scope": "global", "scale": "none",
+                                "reduction": "mean"}
+            line = json.dumps(request) + "\n"
         inner.stdin.write(line)
         inner.stdin.flush()
         response = json.loads(inner.stdout.readline())
@@ -95,6 +186,11 @@ def main():
             response["grad"].append(response["grad"][0])
         if faulty(case) and mode == "missing-key":
             del response["losses"]
+        if mode == "rank-local" and "losses" in response:
+            response["losses"] = rank_local_losses(inner, request)
+        if faulty(case) and mode.endswith("-bug") and base_mode != "rank-local" \
+                and "grad" in response:
+            double_gradient(response)
         print(json.dumps(response), flush=True)
     inner.stdin.close()
     inner.wait()

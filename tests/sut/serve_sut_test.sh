@@ -80,6 +80,8 @@ contains narrow.out "restricted: world <= 4 (the distribution has 64)"
 contains narrow.out "restricted: replicas <= 1"
 contains narrow.out "restricted: gather: object only"
 contains narrow.out "restricted: hard_negatives: unset only"
+# No hard negatives declared: no padding either, so none to report.
+! grep -qF "padding: legacy" narrow.out || fail "narrow.out reports a padding mode the SUT never pads with"
 contains narrow.out "  gather: object=300"
 contains narrow.out "  replicas: 1=300"
 

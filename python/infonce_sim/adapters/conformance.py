@@ -1,8 +1,15 @@
 """The `conformance` adapter: the SPEC's own torch reading (infonce_sim.spec) on one rank.
 
+`--option strategy=POINT` (e.g. detached/local/scale-1/mean) makes it a trainer with one
+point baked in: it runs POINT whatever point a case names, and declines a case whose
+reduction is not POINT's (its DDP reduction is the case's). `check --strategies OTHER --sut`
+must then fail wherever OTHER's step differs from POINT's.
+
 Written as a generator: it yields its collectives (Collective), so the in-process
 runtime runs it without threads and real DDP fulfils them with torch.distributed.
 """
+
+import dataclasses
 
 import torch
 
@@ -77,8 +84,24 @@ class ConformanceAdapter:
     # spec.numpy_choice). The in-process runtime keeps just that one per rank.
     random_generators = ("numpy",)
 
-    def __init__(self, max_world=8, max_replicas=8):
+    def __init__(self, max_world=8, max_replicas=8, strategy=None):
         self.supports = dict(SUPPORTS, max_world=max_world, max_replicas=max_replicas)
+        self.point = parse_point(strategy) if strategy else None
+        if self.point is not None:
+            self.name = f"{self.name}, always at {self.point.point()}"
+            keys = [key for key in SUPPORTS["extension_keys"] if key != "strategy"]
+            self.supports["extension_keys"] = keys  # it runs its own point, not the case's
+
+    def decline(self, case):
+        if self.point is not None and case.reduction != self.point.reduction:
+            return f"this trainer reduces by {self.point.reduction}, the case by {case.reduction}"
+        return None
+
+    def prepare(self, case):
+        """The case as this trainer runs it: at its own point, when it has one."""
+        if self.point is None:
+            return case
+        return dataclasses.replace(case, strategy=self.point)
 
     def loss(self, ctx, embeddings, labels):
         if ctx.case.strategy is not None or ctx.case.learnable_temperature:
@@ -98,5 +121,17 @@ class ConformanceAdapter:
         return (yield from clip_strategy_loss(ctx, image, text, logit_scale, logit_bias))
 
 
-def make(max_world=8, max_replicas=8, **_):
-    return ConformanceAdapter(max_world, max_replicas)
+def parse_point(text):
+    """'gather/scope/scale-S/reduction' (docs/strategies.md) as a Strategy."""
+    from ..strategy import GATHERS, REDUCTIONS, SCOPES, Strategy
+    scales = {"scale-1": "none", "scale-P": "P", "scale-W": "W"}
+    parts = text.split("/")
+    if (len(parts) != 4 or parts[0] not in GATHERS or parts[1] not in SCOPES
+            or parts[2] not in scales or parts[3] not in REDUCTIONS):
+        raise ValueError(f"--option strategy={text}: expected GATHER/SCOPE/scale-1|P|W/mean|sum, "
+                         "e.g. autograd/local/scale-P/mean")
+    return Strategy(parts[0], parts[1], scales[parts[2]], parts[3])
+
+
+def make(max_world=8, max_replicas=8, strategy=None, **_):
+    return ConformanceAdapter(int(max_world), int(max_replicas), strategy)

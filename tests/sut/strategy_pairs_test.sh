@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# check --strategies POINT --sut: the Python conformance adapter with one point baked in
+# (--option strategy=X) judged at point Y passes when X = Y, and fails, shrunk and
+# reproducible by index and by file, when X and Y differ: also where Y predicts no single
+# ratio and X is exactly correct (any multiple of the reference fits that prediction).
+# Skips (exit 77) when python/ or torch are absent.
+#   strategy_pairs_test.sh INFONCE_SIM PYTHON_DIR TORCH_PYTHON WORKDIR
+set -u
+sim=$1 python_dir=$2 torch_python=$3 work=$4
+skip() { echo "SKIP: $*"; exit 77; }
+[ -f "$python_dir/infonce_sim/worker.py" ] || skip "no Python worker at $python_dir/infonce_sim"
+"$torch_python" -c 'import torch' 2>/dev/null || skip "$torch_python cannot import torch"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+sut() { echo "PYTHONPATH=$python_dir $torch_python -m infonce_sim.worker --adapter conformance --option strategy=$1"; }
+judge() {  # judge CODE NAME RUNS JUDGED_AT: a short strategy campaign, its exit code
+  local code=$1 name=$2 runs=$3 at=$4
+  timeout 600 "$sim" check --strategies "$at" --cases 40 --limits typical --seed 1 \
+    --sut "$(sut "$runs")" --corpus-dir "$work/$name" --report "$work/$name.json" \
+    >"$name.out" 2>"$name.err"
+  local got=$?
+  [ "$got" = "$code" ] || fail "$name: exit $got, expected $code: $(tail -c 2000 "$name.out" "$name.err")"
+}
+reproduces() {  # every reproduce command of NAME's report exits 1
+  local name=$1 command
+  while IFS= read -r command; do
+    [ -n "$command" ] || continue
+    (eval "$command") >"$name.again" 2>&1
+    [ $? = 1 ] || fail "$name: the reproducer did not exit 1: $command: $(tail -c 1500 "$name.again")"
+  done < <("$torch_python" -c '
+import json, sys
+for group in json.load(open(sys.argv[1]))["mismatches"]:
+    print(group["cases"][0]["reproduce"])
+    if group.get("shrunk", {}).get("reproduce"):
+        print(group["shrunk"]["reproduce"])' "$name.json")
+}
+
+correct=autograd/global/scale-1/mean
+judge 0 same "$correct" "$correct"
+# A correct step judged at a point whose gradient is no multiple of the reference.
+judge 1 correct_at_dropped "$correct" detached-own-live/local/scale-1/mean
+reproduces correct_at_dropped
+# Two points that both predict no single ratio, and differ.
+judge 1 local_pair detached/local/scale-1/mean detached-own-live/local/scale-1/mean
+reproduces local_pair
+# A ratio point judged at the correct one.
+judge 1 scaled_at_correct autograd/local/scale-P/mean "$correct"
+grep -qF "shrunk in" scaled_at_correct.out || fail "scaled_at_correct: no shrunk case: $(tail -c 1500 scaled_at_correct.out)"
+
+# classify names the point the adapter runs (each of these is alone in its class on the
+# designed cases: no other point is predicted alike on every shape).
+for point in autograd/local/scale-P/mean detached/global/scale-W/sum; do
+  name=classify_${point//\//_}
+  timeout 600 "$sim" classify --sut "$(sut "$point")" >"$name.out" 2>"$name.err"
+  got=$?
+  [ "$got" = 0 ] || fail "$name: exit $got, expected 0: $(tail -c 2000 "$name.out" "$name.err")"
+  grep -qxF "  $point" "$name.out" || fail "$name: $point is not among the matches: $(cat "$name.out")"
+  grep -qF "matches 1 point:" "$name.out" || fail "$name: more than one point matches: $(cat "$name.out")"
+done
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "the conformance adapter at its own point passes; at three other points it fails and reproduces"

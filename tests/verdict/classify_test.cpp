@@ -1,0 +1,82 @@
+// classify: a step that runs one point, on the designed cases, matches that
+// point, and only points that step/strategy.hpp predicts the same on every
+// designed shape (the designed cases tell apart what the predictions do).
+// The step is the rank program itself at the point (the conformance
+// adapter's stand-in).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "properties/classify.hpp"
+#include "step/run_case.hpp"
+#include "step/strategy.hpp"
+
+namespace infonce::properties {
+namespace {
+
+using step::Strategy;
+
+StepRunner rank_program_at(const Strategy& point) {
+  return [point](const Case& c, const step::ReferenceValues&) {
+    if (c.reduction != point.reduction) throw StepDeclined("another reduction");
+    Case at_point = c;
+    at_point.strategy = point;
+    step::RunOptions options;
+    options.share_identical_losses = true;
+    StepRun run;
+    run.result = step::run_on_fibers(at_point, step::StepVariant{}, options);
+    return run;
+  };
+}
+
+std::vector<std::pair<step::Verdict, double>> predictions(const Strategy& point) {
+  std::vector<std::pair<step::Verdict, double>> out;
+  for (const step::StepShape shape : {step::StepShape{2, 2, true, true}, {2, 4, true, true},
+                                      {2, 2, false, true}, {4, 4, false, true},
+                                      {1, 2, true, true}, {2, 2, true, false}}) {
+    for (const auto group : {step::ParameterGroup::encoders, step::ParameterGroup::direct}) {
+      const step::Prediction p = step::predict(point, group, shape);
+      out.emplace_back(p.verdict, p.verdict == step::Verdict::no_single_ratio ? 0.0 : p.ratio);
+    }
+  }
+  return out;
+}
+
+TEST(Classify, AStepAtOnePointMatchesItAndOnlyPointsPredictedAlike) {
+  const auto every_case = [](const Case&) { return std::optional<std::string>(); };
+  const std::vector<DesignedCase> cases = designed_cases(every_case, true, true, true);
+  ASSERT_GE(cases.size(), 20u);
+  for (const Strategy& runs : step::all_strategies()) {
+    SCOPED_TRACE(step::name_of(runs));
+    const Classification result = classify_step(cases, rank_program_at(runs));
+    EXPECT_TRUE(result.failed.empty()) << result.failed.front();
+    const std::vector<Strategy> matching = result.matching();
+    EXPECT_NE(std::find(matching.begin(), matching.end(), runs), matching.end());
+    for (const Strategy& other : matching) {
+      EXPECT_EQ(predictions(other), predictions(runs)) << step::name_of(other) << " matched too";
+    }
+  }
+}
+
+TEST(Classify, AStepAtNoPointMatchesNoneAndEachPointIsRuledOutByACase) {
+  const auto every_case = [](const Case&) { return std::optional<std::string>(); };
+  const std::vector<DesignedCase> cases = designed_cases(every_case, true, false, false);
+  // The correct point's gradients with a loss one larger on every rank.
+  const StepRunner shifted = [](const Case& c, const step::ReferenceValues& reference) {
+    StepRun run = rank_program_at({step::GatherKind::autograd, step::LossScope::global,
+                                   step::BackwardScale::none, c.reduction})(c, reference);
+    for (double& loss : run.result.losses) loss += 1.0;
+    return run;
+  };
+  const Classification result = classify_step(cases, shifted);
+  EXPECT_TRUE(result.matching().empty());
+  for (const PointClassification& p : result.points) {
+    EXPECT_GT(p.judged, 0) << step::name_of(p.point);
+    EXPECT_FALSE(p.ruled_out_by.empty()) << step::name_of(p.point);
+  }
+}
+
+}  // namespace
+}  // namespace infonce::properties
