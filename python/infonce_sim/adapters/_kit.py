@@ -4,10 +4,9 @@ as the packages take them (columns anchor, positive, negative_1..negative_k; lab
 
 The case's rows reach a rank as groups [q, p, n_1..n_k] end to end (RankContext.inputs). These
 packages take a fixed number of columns: every query of a micro-step, on every rank, must have the
-same number of documents. The handshake cannot say so (docs/sut-protocol.md has no key for it), so
-a case with mixed group sizes is refused here, before any collective, with the reason: the step
-fails `step-runs` and the report names it (a rank that entered the package's gathers with fewer
-columns than another would hang them instead).
+same number of documents. The handshake says so (`unequal_documents: false`), so the harness sends
+no other case; one that still arrives is an error here, before any collective (a rank that entered
+the package's gathers with fewer columns than another would hang them instead).
 """
 
 import importlib.metadata
@@ -34,7 +33,7 @@ def version(distribution):
     return importlib.metadata.version(distribution)
 
 
-def supports(max_world, unequal_batches, include_qq=False):
+def supports(max_world, unequal_batches, include_qq=False, reported_loss="global"):
     """The handshake of a package that runs the plain InfoNCE case: in-batch negatives over its
     own gather (either `gather` axis value is run: the package gathers its own way), DDP's mean,
     one replica per DP shard (the packages gather over the default group), the file's own
@@ -49,6 +48,8 @@ def supports(max_world, unequal_batches, include_qq=False):
         "max_world": int(max_world),
         "max_replicas": 1,
         "unequal_batches": unequal_batches,
+        "unequal_documents": False,
+        "reported_loss": reported_loss,
         "compensate_false": False,
         "accumulation_normalize": [True, False],
         # (they draw nothing: a per-rank seed changes nothing; declared so the shrinker's
@@ -140,8 +141,9 @@ def token_features(rows):
     return {"input_ids": ones, "attention_mask": ones, "rows": rows}
 
 
-def require_normalized(ctx, package):
-    """Refuse a case without L2 normalisation: the package normalises every embedding itself."""
-    if not ctx.case.normalize:
-        refuse(ctx, f"{package} L2-normalises every embedding itself: encoder.normalize "
-               "false is not its loss (the handshake cannot restrict encoder.normalize)")
+def unnormalized(case, package):
+    """Why a case without L2 normalisation is declined (or None): the package normalises every
+    embedding itself, so encoder.normalize false is not its loss."""
+    if case.normalize:
+        return None
+    return f"{package} L2-normalises every embedding itself: encoder.normalize false is not its loss"

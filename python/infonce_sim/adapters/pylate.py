@@ -7,7 +7,7 @@ pylate 1.2.0 pins sentence-transformers 4.0.2 and transformers 4.48.2: it runs f
 venv layered on the main one (scripts/python-env.sh, INFONCE_PY_PROFILE=pylate). Each rank
 calls loss([anchor, positive, negative_1..k features]) with temperature T; the model gives
 every row as one token (MaxSim over one token is the dot product), which pylate
-L2-normalises itself (cases without encoder.normalize are refused). Contrastive gets the
+L2-normalises itself (cases without encoder.normalize are declined). Contrastive gets the
 rank's live `embeddings`; CachedContrastive (GradCache) re-encodes the inputs (ctx.encode).
 Both multiply the loss by get_world_size(); with gather_across_devices the documents go
 through torch.distributed.nn.all_gather and the targets are rank * batch + i: point
@@ -32,13 +32,22 @@ class PylateAdapter:
                      + f") with sentence-transformers {_kit.version('sentence-transformers')}")
         self.supports = _kit.supports(max_world, unequal_batches=not self.gather)
 
+    def decline(self, case):
+        return _kit.unnormalized(case, "pylate")
+
     def loss(self, ctx, embeddings, labels):
         k = _kit.negatives_per_query(ctx, "pylate")
-        _kit.require_normalized(ctx, "pylate")
         rows, embed = (ctx.inputs(ctx.micro)[0], ctx.encode) if self.cached else (embeddings, None)
         loss_fn = self.cls(_kit.TokenModel(embed or (lambda e: e)), gather_across_devices=self.gather,
                            temperature=ctx.case.loss.temperature, **self.cached)
         return loss_fn([_kit.token_features(column) for column in _kit.columns(rows, k)])
+
+
+# The measured field table (infonce_sim.field): its configurations, at their strategy points.
+CONFIGURATIONS = [
+    {"gather_across_devices": "true", "_point": "autograd/local/scale-W/mean"},
+    {"loss": "CachedContrastive", "gather_across_devices": "true"},
+]
 
 
 def make(**options):

@@ -45,5 +45,12 @@ class MetricLearningAdapter:
                        ref_labels=doc_labels)
 
 
+# The measured field table (infonce_sim.field): its configurations, at their strategy points.
+CONFIGURATIONS = [
+    {"efficient": "false", "_point": "detached-own-live/global/scale-W/mean"},
+    {"efficient": "true", "_point": "detached-own-live/local/scale-W/mean"},
+]
+
+
 def make(**options):
     return MetricLearningAdapter(**options)

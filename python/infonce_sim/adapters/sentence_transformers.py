@@ -32,7 +32,8 @@ class SentenceTransformersAdapter:
         self.name = (f"sentence-transformers {_kit.version('sentence-transformers')} {loss}("
                      f"gather_across_devices={self.gather}, similarity_fct={similarity}"
                      + "".join(f", {k}={v}" for k, v in self.cached.items()) + ")")
-        self.supports = _kit.supports(max_world, unequal_batches=not self.gather, include_qq=True)
+        self.supports = _kit.supports(max_world, unequal_batches=not self.gather, include_qq=True,
+                                      reported_loss="rank-local" if self.gather else "global")
 
     def loss(self, ctx, embeddings, labels):
         k = _kit.negatives_per_query(ctx, "sentence-transformers")
@@ -43,6 +44,13 @@ class SentenceTransformersAdapter:
                            similarity_fct=self.similarity, gather_across_devices=self.gather,
                            directions=directions, **self.cached)
         return loss_fn([{"rows": column} for column in _kit.columns(rows, k)], None)
+
+
+# The measured field table (infonce_sim.field): its configurations, at their strategy points.
+CONFIGURATIONS = [
+    {"gather_across_devices": "true", "_point": "autograd/local/scale-1/mean"},
+    {"loss": LOSSES[1], "gather_across_devices": "true", "_point": "autograd/local/scale-1/mean"},
+]
 
 
 def make(**options):
