@@ -3,7 +3,7 @@
 // slip shared by the prediction and the step (say in the backward scale both
 // called) would cancel out. So this module shares no function with the rank
 // program: it includes only base/ and the strategy's value types
-// (casefile/strategy_value.hpp), and tests/prediction/check_includes.cmake
+// (casefile/strategy_value.hpp), and tests/check_includes.cmake (ctest prediction.include_check)
 // (ctest prediction.include_check) fails on anything else.
 //
 // The derivation counts, in integers, the copies of the full-batch gradient

@@ -1,4 +1,4 @@
-"""The field's built-in adapters on the INSTALLED packages (issue 28): open-clip (open-clip-torch's
+"""The field's built-in adapters on the INSTALLED packages: open-clip (open-clip-torch's
 own open_clip/loss.py), lightly (its NTXentLoss, loaded and refused: no family expresses it),
 ms-swift (an installed ms-swift's embedding.py where one is found), and `python -m
 infonce_sim.field` on one adapter.
@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from issue13_cases import clip_case
+from strategy_key_cases import clip_case
 from infonce_sim.adapters import load_adapter
 from infonce_sim.adapters._loading import package_dir
 from infonce_sim.case import parse_case

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from issue13_cases import clip_case
+from strategy_key_cases import clip_case
 from infonce_sim.adapters import load_adapter
 from infonce_sim.case import parse_case
 from infonce_sim.ddp import DdpRuntime

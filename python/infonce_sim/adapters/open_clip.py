@@ -30,18 +30,9 @@ import types
 import torch
 
 from ..case import CaseError
+from ._kit import boolean as _boolean
 from ._loading import load_file, package_dir
 
-
-def _boolean(value, name):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"--option {name}={value}: expected true or false")
 
 
 def _compiler_stand_in():

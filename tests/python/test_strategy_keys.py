@@ -1,8 +1,8 @@
-"""Issue 13's case keys on the torch side: `strategy`, `learnable_temperature` and
+"""The strategy keys on the torch side: `strategy`, `learnable_temperature` and
 `"family": "clip"`, with the conformance adapter.
 
 - in-process vs real DDP (gloo, one process per rank) on seeded generated cases
-  (issue13_cases.py): every rank's loss, reduced encoder gradient and direct-parameter
+  (strategy_key_cases.py): every rank's loss, reduced encoder gradient and direct-parameter
   gradient agree within 1e-12 in float64 (1e-5 in float32), at least 100 float64 cases per
   family, every strategy point;
 - the in-process runtime gives the same bits twice, and a strategy key naming the
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import ROOT
-from issue13_cases import POINTS, clip_case, infonce_case
+from strategy_key_cases import POINTS, clip_case, infonce_case
 from infonce_sim.adapters import load_adapter
 from infonce_sim.case import parse_case
 from infonce_sim.ddp import DdpRuntime
@@ -37,7 +37,7 @@ from infonce_sim.spec import reference
 from infonce_sim.strategic import clip_objective
 from infonce_sim.strategy import has_gather
 
-CASES = int(os.environ.get("INFONCE_ISSUE13_CASES", "200"))  # per family, before float32
+CASES = int(os.environ.get("INFONCE_STRATEGY_KEY_CASES", "200"))  # per family, before float32
 
 
 def _errors(a, b):
@@ -102,7 +102,7 @@ def test_inprocess_agrees_with_real_ddp_on_both_families():
     finally:
         ddp.close()
     seconds = time.monotonic() - start
-    print(f"\nissue 13 agreement: {counts} cases, {gathered} with a gather "
+    print(f"\nstrategy-key agreement: {counts} cases, {gathered} with a gather "
           f"({failures} rejected by both) in {seconds:.1f} s; "
           f"{ {f: len(p) for f, p in points.items()} } strategy points with a gather; "
           f"worst (grad, loss, direct) {worst}")
@@ -314,7 +314,7 @@ def test_worker_answers_clip_and_strategy_requests():
 
 
 def test_worker_rejects_undeclared_keys(tmp_path):
-    """An adapter that declares none of issue 13's keys gets one-line errors for them."""
+    """An adapter that declares none of the strategy keys gets one-line errors for them."""
     module = tmp_path / "plain_adapter.py"
     module.write_text(
         "from infonce_sim.adapters.conformance import ConformanceAdapter, SUPPORTS\n"

@@ -1,4 +1,4 @@
-"""Seeded case generators for issue 13's keys (the tests' own, independent of the C++ side):
+"""Seeded case generators for the strategy keys (the tests' own, independent of the C++ side):
 InfoNCE cases with a `strategy` and a learnable temperature, and `"family": "clip"` cases.
 
 Shapes: W <= 4, P | W, F and D in 1..3 (CLIP: F in 2..3), 1..3 groups or pairs per shard
