@@ -4,7 +4,7 @@
 // called) would cancel out. So this module shares no function with the rank
 // program: it includes only base/ and the strategy's value types
 // (casefile/strategy_value.hpp), and tests/check_includes.cmake (ctest prediction.include_check)
-// (ctest prediction.include_check) fails on anything else.
+// fails on anything else.
 //
 // The derivation counts, in integers, the copies of the full-batch gradient
 // that reach a parameter (docs/strategies.md): the step's gradient is
