@@ -12,7 +12,15 @@ rank's live `embeddings`; CachedContrastive (GradCache) re-encodes the inputs (c
 Both multiply the loss by get_world_size(); with gather_across_devices the documents go
 through torch.distributed.nn.all_gather and the targets are rank * batch + i: point
 autograd/local/scale-W/mean (equal batches).
+
+pylate's utils/distributed.py calls `dist.nn.all_gather` but imports only `torch.distributed`:
+in a process where nothing else imported `torch.distributed.nn` it fails (AttributeError,
+seen on the in-process backend). Under DDP on torch 2.13 the wrapper's constructor imports it
+(through torch._dynamo), as the training stacks pylate runs in do, so the adapter imports it
+here, as that stack would, to judge the gradient.
 """
+
+import torch.distributed.nn  # noqa: F401 - what DDP's constructor imports; pylate relies on it
 
 from pylate import losses
 
