@@ -153,6 +153,20 @@ step::Prediction predicted(const step::Strategy& strategy, step::ParameterGroup 
   return out;
 }
 
+// The direct parameters' cancelled-term sizes (as judge_direct allows them).
+std::vector<double> direct_cancellation_scales(const Case& c) {
+  std::vector<double> cancelled(direct_parameter_names(c).size());
+  if (cancelled.empty()) return cancelled;
+  if (c.clip) {
+    const ClipScales scales = clip_cancellation_scales(c);
+    cancelled[0] = scales.log_scale;
+    if (cancelled.size() > 1) cancelled[1] = scales.bias;
+  } else {
+    cancelled[0] = softmax_cancellation_scale_direct(c);
+  }
+  return cancelled;
+}
+
 // The direct group's gradient (after W's entries in the flat gradient)
 // against the prediction for the direct parameters, as the encoders' below.
 void judge_direct(const Case& c, const std::vector<double>& flat,
@@ -168,14 +182,7 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
   }
   const double ratio = result.direct_prediction.ratio;
   const std::vector<std::string> names = direct_parameter_names(c);
-  std::vector<double> cancelled(names.size());
-  if (c.clip) {
-    const ClipScales scales = clip_cancellation_scales(c);
-    cancelled[0] = scales.log_scale;
-    if (cancelled.size() > 1) cancelled[1] = scales.bias;
-  } else {
-    cancelled[0] = softmax_cancellation_scale_direct(c);
-  }
+  const std::vector<double> cancelled = direct_cancellation_scales(c);
   result.direct = DirectObservation::confirmed;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const double value = flat.at(weights + i);
@@ -195,19 +202,6 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
   }
 }
 
-// The direct parameters' cancelled-term sizes (as judge_direct allows them).
-std::vector<double> direct_cancellation_scales(const Case& c) {
-  std::vector<double> cancelled(direct_parameter_names(c).size());
-  if (cancelled.empty()) return cancelled;
-  if (c.clip) {
-    const ClipScales scales = clip_cancellation_scales(c);
-    cancelled[0] = scales.log_scale;
-    if (cancelled.size() > 1) cancelled[1] = scales.bias;
-  } else {
-    cancelled[0] = softmax_cancellation_scale_direct(c);
-  }
-  return cancelled;
-}
 
 // The largest logit's size: 1/T (or CLIP's scale) times the largest squared
 // embedding norm (1 when normalised).
