@@ -152,7 +152,8 @@ def strategy_row(output, family, point):
 def strategy_verdicts(args, command, family, point, restrict):
     """(encoders, direct, bug-or-None, seconds) at the configuration's own point."""
     sim_args = ["check", "--strategies", point, "--family", family, "--sut", command,
-                "--seed", str(args.seed), "--cases", str(args.cases), *restrict]
+                "--seed", str(args.seed), "--cases", str(args.cases), *restrict,
+                "--corpus-dir", str(args.corpus_dir)]
     code, output, seconds = run_sim(args, sim_args)
     row = strategy_row(output, family, point)
     if row is None:
@@ -176,7 +177,8 @@ def full_batch_check(args, command, family, restrict):
     """A CLIP configuration judged at the full-batch gradient: None when it passes, else
     (first failing case, reproduce command)."""
     sim_args = ["check", "--strategies", FULL_BATCH_POINT, "--family", family, "--sut", command,
-                "--seed", str(args.seed), "--cases", str(args.cases), *restrict]
+                "--seed", str(args.seed), "--cases", str(args.cases), *restrict,
+                "--corpus-dir", str(args.corpus_dir)]
     code, output, seconds = run_sim(args, sim_args)
     if code == 0:
         return None, seconds
@@ -376,6 +378,8 @@ def main(argv=None):
         print(f"infonce_sim.field: no infonce-sim binary at {args.sim} (--sim PATH)",
               file=sys.stderr)
         return 2
+    # Every check writes its shrunk cases there (check --strategies too), never into corpus/.
+    pathlib.Path(args.corpus_dir).mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     rows, bug_lists = [], []
     for kind, module, why in adapter_modules(args.adapter):
