@@ -42,6 +42,22 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under INFONCE_NO_SKIP=1: {reason}"
 
 
+def run_on_both(inprocess, ddp, adapter, case, label):
+    """The case on the in-process runtime and under real DDP: both results, or None when both
+    raised (an error on one runtime alone fails the test, naming `label`)."""
+    results = []
+    for runtime in (inprocess, ddp):
+        try:
+            results.append(runtime.run(adapter, case))
+        except Exception as e:  # noqa: BLE001 - then the other runtime must fail as well
+            results.append(e)
+    a, b = results
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        assert isinstance(a, Exception) and isinstance(b, Exception), (label, a, b)
+        return None
+    return a, b
+
+
 def env_path(name, default):
     return pathlib.Path(os.environ.get(name) or default)
 

@@ -8,7 +8,7 @@ import os
 
 import torch
 
-from conftest import export_cases
+from conftest import export_cases, run_on_both
 from infonce_sim.adapters import load_adapter
 from infonce_sim.case import parse_case
 from infonce_sim.ddp import DdpRuntime
@@ -48,17 +48,10 @@ def _run_all(spec, cases):
         for name, case in cases:
             if outside_supports(case, adapter.supports):
                 continue
-            try:
-                a = inprocess.run(adapter, case)
-            except Exception as e:  # noqa: BLE001 - then real DDP must fail as well
-                a = e
-            try:
-                b = ddp.run(adapter, case)
-            except Exception as e:  # noqa: BLE001
-                b = e
-            if isinstance(a, Exception) or isinstance(b, Exception):
-                assert isinstance(a, Exception) and isinstance(b, Exception), (name, a, b)
+            both = run_on_both(inprocess, ddp, adapter, case, name)
+            if both is None:
                 continue
+            a, b = both
             errors = _worst(a, b)
             assert errors is not None, f"{name}: non-finite values differ"
             assert a["padding_draws"] == b["padding_draws"], name

@@ -27,7 +27,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import ROOT
+from conftest import ROOT, run_on_both
 from strategy_key_cases import POINTS, clip_case, infonce_case
 from infonce_sim.adapters import load_adapter
 from infonce_sim.case import parse_case
@@ -76,18 +76,11 @@ def test_inprocess_agrees_with_real_ddp_on_both_families():
     start = time.monotonic()
     try:
         for family, case in cases:
-            try:
-                a = inprocess.run(adapter, case)
-            except Exception as e:  # noqa: BLE001 - then real DDP must fail as well
-                a = e
-            try:
-                b = ddp.run(adapter, case)
-            except Exception as e:  # noqa: BLE001
-                b = e
-            if isinstance(a, Exception) or isinstance(b, Exception):
-                assert isinstance(a, Exception) and isinstance(b, Exception), (case, a, b)
+            both = run_on_both(inprocess, ddp, adapter, case, case)
+            if both is None:
                 failures += 1
                 continue
+            a, b = both
             assert _finite(a) and _finite(b), case
             key = (family, case.dtype)
             for k, e in enumerate(_errors(a, b)):
