@@ -6,16 +6,9 @@
 #include <optional>
 
 #include "oracle/real.hpp"
+#include "oracle/scalar_gradient.hpp"
 
 namespace infonce::oracle {
-
-// A gradient that is one number: its value, the sum of its terms' |.|, and
-// their bound with softmax - onehot taken apart.
-struct ScalarGradient {
-  Real value = 0;
-  Real magnitude = 0;
-  Real bound = 0;
-};
 
 struct ClipLossAndGradient {
   Real loss = 0;
