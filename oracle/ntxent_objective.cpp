@@ -26,10 +26,11 @@ void add_micro_step(const NtXentDescription& description, const NtXentBatch& bat
       ntxent_batch_loss_backward(rows, 1 / description.temperature);
   result.loss += weight * loss.loss;
   result.max_abs_logit = std::max(result.max_abs_logit, loss.max_abs_logit);
-  result.max_encoding_condition =
-      std::max(result.max_encoding_condition, encoding_condition(description.weight, batch.features));
+  result.max_encoding_condition = std::max(
+      result.max_encoding_condition, encoding_condition(description.weight, batch.features));
   result.grad_inverse_temperature += weight * loss.inverse_temperature.value;
-  result.grad_inverse_temperature_magnitude += std::abs(weight) * loss.inverse_temperature.magnitude;
+  result.grad_inverse_temperature_magnitude +=
+      std::abs(weight) * loss.inverse_temperature.magnitude;
   result.grad_inverse_temperature_bound += std::abs(weight) * loss.inverse_temperature.bound;
   add_encoder_backward(description.weight, batch.features, description.normalize, loss.grad_rows,
                        weight, result.grad_weight, result.grad_weight_magnitude);

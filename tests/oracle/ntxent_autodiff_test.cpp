@@ -89,7 +89,8 @@ TEST(OracleNtXentAutoDiff, MagnitudesBoundTheGradientAndBoundsTheMagnitudes) {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     SCOPED_TRACE(seed);
     const NtXentResult r = evaluate_ntxent(testing::random_ntxent_description(seed));
-    EXPECT_TRUE((r.grad_weight.cwiseAbs().array() <= r.grad_weight_magnitude.array() * slack).all());
+    EXPECT_TRUE(
+        (r.grad_weight.cwiseAbs().array() <= r.grad_weight_magnitude.array() * slack).all());
     EXPECT_TRUE((r.grad_weight_magnitude.array() <= r.grad_weight_bound.array() * slack).all());
     EXPECT_LE(std::abs(r.grad_inverse_temperature), r.grad_inverse_temperature_magnitude * slack);
     EXPECT_LE(r.grad_inverse_temperature_magnitude, r.grad_inverse_temperature_bound * slack);
