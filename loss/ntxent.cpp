@@ -19,8 +19,8 @@ std::string shape(Eigen::Index rows, Eigen::Index cols) {
 void check_position(const NtXentQuery& q, Eigen::Index keys, std::size_t row) {
   const auto inside = [keys](Eigen::Index i) { return i >= 0 && i < keys; };
   if (!inside(q.self) || !inside(q.positive) || q.self == q.positive) {
-    throw InputError("NT-Xent query " + std::to_string(row) + ": self " +
-                     std::to_string(q.self) + ", positive " + std::to_string(q.positive) +
+    throw InputError("NT-Xent query " + std::to_string(row) + ": self " + std::to_string(q.self) +
+                     ", positive " + std::to_string(q.positive) +
                      " must be two different rows of the " + std::to_string(keys) + " keys");
   }
 }
@@ -137,10 +137,9 @@ NtXentFullBatchResult<Scalar> ntxent_full_batch(const Matrix<double>& weight, bo
   return out;
 }
 
-#define INFONCE_INSTANTIATE(Scalar)                                                      \
-  template NtXentRowsGradient<Scalar> ntxent_loss_and_gradient(const NtXentRows<Scalar>&, \
-                                                               double);                   \
-  template NtXentFullBatchResult<Scalar> ntxent_full_batch(                               \
+#define INFONCE_INSTANTIATE(Scalar)                                                                \
+  template NtXentRowsGradient<Scalar> ntxent_loss_and_gradient(const NtXentRows<Scalar>&, double); \
+  template NtXentFullBatchResult<Scalar> ntxent_full_batch(                                        \
       const Matrix<double>&, bool, const Matrix<double>&, const Matrix<double>&, double);
 
 INFONCE_INSTANTIATE(float)

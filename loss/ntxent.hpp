@@ -31,8 +31,8 @@ std::vector<NtXentQuery> ntxent_global_queries(Eigen::Index samples);
 
 template <class Scalar>
 struct NtXentRows {
-  const Matrix<Scalar>& queries;  // n x D
-  const Matrix<Scalar>& keys;     // M x D: every gathered row, both views
+  const Matrix<Scalar>& queries;              // n x D
+  const Matrix<Scalar>& keys;                 // M x D: every gathered row, both views
   const std::vector<NtXentQuery>& positions;  // one per query row
 };
 

@@ -25,8 +25,7 @@ void check_shard(const NtXentDescription& description, const NtXentShardInput& s
   if (shard.first.rows() == 0) throw InputError("oracle: ntxent " + where + " has no samples");
   if (shard.first.rows() != shard.second.rows()) {
     throw InputError("oracle: ntxent " + where + " has " + std::to_string(shard.first.rows()) +
-                     " first views and " + std::to_string(shard.second.rows()) +
-                     " second views");
+                     " first views and " + std::to_string(shard.second.rows()) + " second views");
   }
   const Eigen::Index width = description.weight.cols();
   if (shard.first.cols() != width || shard.second.cols() != width) {

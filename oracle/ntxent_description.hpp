@@ -20,15 +20,15 @@ struct NtXentShardInput {
 struct NtXentDescription {
   RealRows weight;  // W, D x F: one encoder for both views
   bool normalize = true;
-  Real temperature = 0.1L;              // logits tau * r_k . r_j with tau = 1 / temperature
-  bool learnable_temperature = false;   // tau is a parameter: the result reports d / d tau
-  bool accumulation_normalize = true;   // divide each micro-step's loss by A
+  Real temperature = 0.1L;             // logits tau * r_k . r_j with tau = 1 / temperature
+  bool learnable_temperature = false;  // tau is a parameter: the result reports d / d tau
+  bool accumulation_normalize = true;  // divide each micro-step's loss by A
   std::vector<std::vector<NtXentShardInput>> micro_steps;  // [micro][dp shard]
 };
 
 struct NtXentResult {
-  Real loss = 0;          // the full-batch objective: sum over micro-steps (/ A)
-  RealRows grad_weight;   // d loss / dW, D x F
+  Real loss = 0;         // the full-batch objective: sum over micro-steps (/ A)
+  RealRows grad_weight;  // d loss / dW, D x F
   // Per entry, the sum of |terms| it adds up (its rounding scale), and the
   // terms' bound with softmax - onehot taken apart (as Result's).
   RealRows grad_weight_magnitude, grad_weight_bound;

@@ -22,12 +22,11 @@ NtXentResult zero_result(const NtXentDescription& description) {
 void add_micro_step(const NtXentDescription& description, const NtXentBatch& batch, Real weight,
                     NtXentResult& result) {
   const RealRows rows = encode<Real>(description.weight, batch.features, description.normalize);
-  const NtXentLossAndGradient loss =
-      ntxent_batch_loss_backward(rows, 1 / description.temperature);
+  const NtXentLossAndGradient loss = ntxent_batch_loss_backward(rows, 1 / description.temperature);
   result.loss += weight * loss.loss;
   result.max_abs_logit = std::max(result.max_abs_logit, loss.max_abs_logit);
-  result.max_encoding_condition = std::max(
-      result.max_encoding_condition, encoding_condition(description.weight, batch.features));
+  result.max_encoding_condition = std::max(result.max_encoding_condition,
+                                           encoding_condition(description.weight, batch.features));
   result.grad_inverse_temperature += weight * loss.inverse_temperature.value;
   result.grad_inverse_temperature_magnitude +=
       std::abs(weight) * loss.inverse_temperature.magnitude;

@@ -18,9 +18,8 @@ NtXentResult evaluate_ntxent(const NtXentDescription& description);
 
 // Each micro-step's weight in the objective: 1/A with GA normalisation, else 1.
 inline Real ntxent_micro_step_weight(const NtXentDescription& description) {
-  return description.accumulation_normalize
-             ? 1 / static_cast<Real>(description.micro_steps.size())
-             : Real(1);
+  return description.accumulation_normalize ? 1 / static_cast<Real>(description.micro_steps.size())
+                                            : Real(1);
 }
 
 // The objective's value alone at weight W and inverse temperature tau, for

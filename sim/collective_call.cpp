@@ -101,6 +101,10 @@ bool signatures_agree(const Signature& a, const Signature& b, bool same_counts) 
   return false;
 }
 
+std::string describe_message(const char* verb, ElementType element, std::int64_t count) {
+  return std::string(verb) + "<" + element_name(element) + ">(" + counted(count, "value") + ")";
+}
+
 std::string describe(const Signature& s) {
   const std::string name = kind_name(s.kind);
   const std::string typed = name + "<" + element_name(s.element) + ">";

@@ -64,6 +64,8 @@ bool signatures_agree(const Signature& a, const Signature& b, bool same_counts);
 
 // "all_gather<double>(3 values)", "all_reduce<float>(2 values, sum)", "barrier".
 std::string describe(const Signature& signature);
+// A point-to-point call: "send<double>(3 values)", "recv<float>(1 value)".
+std::string describe_message(const char* verb, ElementType element, std::int64_t count);
 // "[1,2,3]", at most 8 shown.
 std::string format_counts(std::span<const std::int64_t> counts);
 // "world rank 3" or "world ranks 0,2".

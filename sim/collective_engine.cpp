@@ -198,11 +198,14 @@ bool same_group(const Group& a, const Group& b) {
 }  // namespace
 
 GroupState& Engine::state_of(const Group& group, const Call& call) {
+  return state_of(group, [&] { return describe(call.signature) + " on " + format_group(group); });
+}
+
+GroupState& Engine::state_of(const Group& group, const std::function<std::string()>& site) {
   std::vector<GroupState*>& candidates = index_[quick_key(group)];
   for (GroupState* candidate : candidates) {
     if (same_group(candidate->group, group)) return *candidate;
   }
-  const auto site = [&] { return describe(call.signature) + " on " + format_group(group); };
   if (group.world_ranks.empty()) fail_here(site() + ": the group has no members");
   std::vector<std::int32_t> group_rank_of(static_cast<std::size_t>(world_size()), -1);
   for (std::int32_t i = 0; i < group.size(); ++i) {
@@ -410,6 +413,7 @@ std::string Engine::where_is(std::int32_t rank) const {
     case Status::running:
       return who + " is running";
     case Status::waiting:
+      if (!r.receiving.empty()) return who + " waits in " + r.receiving;
       return who + " waits in collective #" + std::to_string(r.op_index) + " " +
              describe(r.signature) + " on " + format_group(r.group->group) + " (its call #" +
              std::to_string(r.calls - 1) + ")";
@@ -420,7 +424,10 @@ std::string Engine::where_is(std::int32_t rank) const {
 std::string Engine::deadlock_message() const {
   constexpr std::size_t kGroupsShown = 4;
   constexpr std::size_t kRanksShown = 6;
-  std::string text = "deadlock: every live rank waits in a collective that cannot complete";
+  const bool receiving =
+      std::ranges::any_of(ranks_, [](const RankState& r) { return !r.receiving.empty(); });
+  std::string text = std::string("deadlock: every live rank waits in a collective ") +
+                     (receiving ? "or a recv " : "") + "that cannot complete";
   std::vector<std::int32_t> returned;
   std::string crossed;  // the first rank that went to another group at the same step
   std::size_t shown = 0;
@@ -459,6 +466,7 @@ std::string Engine::deadlock_message() const {
             at_call_text(*state) + " and waits for " + world_ranks_text(missing);
   }
   if (hidden > 0) text += "; +" + std::to_string(hidden) + " more waiting collectives";
+  text += receive_deadlock_text();
   if (!crossed.empty()) text += "; different groups at the same step: " + crossed;
   std::ranges::sort(returned);
   // std::unique, not std::ranges::unique: clang 14 cannot instantiate the
@@ -486,8 +494,15 @@ void Engine::fail(std::string message, std::exception_ptr cause) {
     }
     state->arrived = 0;
   }
+  for (auto& [key, channel] : channels_) {
+    if (channel.receiver == nullptr) continue;
+    boost::fibers::context* waiter = std::exchange(channel.receiver->waiter, nullptr);
+    if (waiter != nullptr && waiter != self) self->schedule(waiter);
+    channel.receiver = nullptr;
+  }
   for (RankState& rank : ranks_) {
     if (rank.status == Status::waiting) rank.status = Status::running;
+    rank.receiving.clear();
   }
   waiting_ = 0;
 }

@@ -16,9 +16,12 @@
 // so they do not depend on the schedule.
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,6 +72,25 @@ struct Call {
   boost::fibers::context* waiter = nullptr;
 };
 
+// A point-to-point message in flight (SPEC section 16).
+struct Message {
+  ElementType element = ElementType::none;
+  std::int64_t count = 0;
+  std::vector<std::byte> bytes;   // count values of `element`
+  std::int64_t call_number = -1;  // the sender's
+};
+
+// A member's recv; lives in the caller's frame, which outlives its wait.
+struct Receive {
+  ElementType element = ElementType::none;
+  std::int64_t count = 0;
+  std::byte* out = nullptr;  // count values of `element`
+  std::int32_t world_rank = -1;
+  std::int64_t call_number = -1;
+  bool delivered = false;  // set by the engine
+  boost::fibers::context* waiter = nullptr;
+};
+
 struct GroupState {
   Group group;
   std::vector<std::int32_t> group_rank_of;  // by world rank; -1 for non-members
@@ -99,6 +121,16 @@ class Engine {
   // simulation has failed (because of this call or anything else).
   void arrive(Call& call, const Group& group);
 
+  // Point-to-point (message_passing.cpp). send queues `message` from
+  // `world_rank` to group rank `peer`, or hands it to that member's waiting
+  // recv; receive returns once the channel's next message has arrived, with
+  // receive.out filled in. Both throw SimulationAborted once the simulation
+  // has failed (a bad peer, a message that does not match, a deadlock).
+  void send(const Group& group, std::int32_t world_rank, std::int32_t peer, Message message);
+  void receive(const Group& group, std::int32_t peer, Receive& receive);
+  // After the last rank ended: a message still queued fails the run.
+  void fail_on_undelivered();
+
   // A rank's program ended; `error` is what it threw (null: it returned).
   void rank_finished(std::int32_t rank, std::exception_ptr error);
   // Fewer fibers than ranks could be started (`error` says why).
@@ -117,6 +149,19 @@ class Engine {
     const GroupState* group = nullptr;  // where it arrived last
     std::int64_t op_index = -1;         // and that collective's number
     Signature signature;                // and what it called
+    std::string receiving;              // while blocked in recv: what and from whom
+  };
+  // One FIFO per (group, sender, receiver), ordered for messages.
+  struct ChannelKey {
+    std::int32_t group_id = 0;
+    std::vector<std::int32_t> members;
+    std::int32_t from = 0;  // world ranks
+    std::int32_t to = 0;
+    auto operator<=>(const ChannelKey&) const = default;
+  };
+  struct Channel {
+    std::deque<Message> queue;
+    Receive* receiver = nullptr;  // a member blocked in recv on this channel
   };
   struct Failure {
     std::string message;
@@ -127,7 +172,14 @@ class Engine {
     bool operator()(const Group& a, const Group& b) const;
   };
 
+  // `site` names the call in an error message (built only on failure).
+  GroupState& state_of(const Group& group, const std::function<std::string()>& site);
   GroupState& state_of(const Group& group, const Call& call);
+  // The peer's world rank, after checking the caller and the peer are two members.
+  std::int32_t peer_world_rank(const Group& group, std::int32_t world_rank, std::int32_t peer,
+                               const std::function<std::string()>& site);
+  void deliver(const ChannelKey& key, Message& message, Receive& receive);
+  std::string receive_deadlock_text() const;
   void complete(GroupState& state);
   std::shared_ptr<const Outcome> compute(const GroupState& state);
   std::optional<std::string> find_disagreement(const GroupState& state) const;
@@ -150,6 +202,7 @@ class Engine {
   std::int32_t next_split_id_ = 1;
   boost::fibers::context* main_waiter_ = nullptr;
   std::optional<Failure> failure_;
+  std::map<ChannelKey, Channel> channels_;
 };
 
 }  // namespace infonce::sim::detail

@@ -148,6 +148,33 @@ class Communicator {
   virtual void broadcast(const Group& group, std::span<std::byte> values, std::int32_t root) = 0;
 
   virtual void barrier(const Group& group) = 0;
+
+  // Point-to-point messages (SPEC section 16). `peer` is a group rank of
+  // `group`, not the caller's own. send is buffered: it returns at once, and
+  // the messages from one sender to one receiver on one group arrive in the
+  // order they were sent. recv blocks until that order's next message has
+  // arrived, which must hold exactly out.size() values of out's element type.
+  // A recv that no send can satisfy, a message of another size, type or group,
+  // and a message never received (check_messages_delivered, or the end of a
+  // fiber run) are SimulationErrors naming both ranks, never a hang.
+  virtual void send(const Group& group, std::int32_t peer, std::span<const double> values) = 0;
+  virtual void send(const Group& group, std::int32_t peer, std::span<const float> values) = 0;
+  virtual void recv(const Group& group, std::int32_t peer, std::span<double> out) = 0;
+  virtual void recv(const Group& group, std::int32_t peer, std::span<float> out) = 0;
+
+  // Collective over the world: every message sent so far has been received.
+  // A step calls it after its last message. Throws SimulationError naming the
+  // first (sender, receiver) pair, in world-rank order, whose counts differ.
+  void check_messages_delivered();
+
+ protected:
+  // Kept by the implementations' send and recv (after the message is
+  // checked), read by check_messages_delivered.
+  void count_sent(std::int32_t to_world_rank);
+  void count_received(std::int32_t from_world_rank);
+
+ private:
+  std::vector<std::int64_t> sent_, received_;  // by world rank, grown on demand
 };
 
 }  // namespace infonce::sim

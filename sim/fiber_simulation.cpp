@@ -144,6 +144,19 @@ class FiberCommunicator final : public Communicator {
     engine_.arrive(call, apply_fault(call, group, detour));
   }
 
+  void send(const Group& group, std::int32_t peer, std::span<const double> values) override {
+    send_values(group, peer, values);
+  }
+  void send(const Group& group, std::int32_t peer, std::span<const float> values) override {
+    send_values(group, peer, values);
+  }
+  void recv(const Group& group, std::int32_t peer, std::span<double> out) override {
+    receive_values(group, peer, out);
+  }
+  void recv(const Group& group, std::int32_t peer, std::span<float> out) override {
+    receive_values(group, peer, out);
+  }
+
  private:
   // Counts the call, applies the fault planned for it, and under a random
   // schedule first yields: one more point where the interleaving can change.
@@ -214,6 +227,7 @@ class FiberCommunicator final : public Communicator {
       case Kind::none:
       case Kind::early_return:
       case Kind::throw_error:
+      case Kind::drop_message:  // sends only (send_values)
         return group;
     }
     return group;
@@ -263,6 +277,44 @@ class FiberCommunicator final : public Communicator {
     Detour detour;
     engine_.arrive(call, apply_fault(call, group, detour));
     copy_result<T>(call, values);
+  }
+
+  // A message owns a copy of the values: the sender may reuse its buffer at once.
+  template <class T>
+  void send_values(const Group& group, std::int32_t peer, std::span<const T> values) {
+    Call call = begin(CollectiveKind::barrier, element_type_of<T>(), std::ssize(values));
+    detail::Message message{element_type_of<T>(), std::ssize(values), {}, call.call_number};
+    message.bytes.resize(values.size_bytes());
+    if (!values.empty()) std::memcpy(message.bytes.data(), values.data(), values.size_bytes());
+    const Group* target = &group;
+    std::optional<Group> detour;
+    switch (fault_) {
+      case FaultInjection::Kind::drop_message:
+        return;
+      case FaultInjection::Kind::wrong_size:
+        message.bytes.resize(message.bytes.size() + sizeof(T));
+        ++message.count;
+        break;
+      case FaultInjection::Kind::wrong_group:
+        if (group.size() >= 2) target = &detour.emplace(reversed(group));
+        break;
+      default:
+        break;
+    }
+    engine_.send(*target, rank_, peer, std::move(message));
+    const std::int32_t to = peer >= 0 && peer < target->size()
+                                ? target->world_ranks[static_cast<std::size_t>(peer)]
+                                : -1;
+    if (to >= 0) count_sent(to);
+  }
+
+  template <class T>
+  void receive_values(const Group& group, std::int32_t peer, std::span<T> out) {
+    Call call = begin(CollectiveKind::barrier, element_type_of<T>(), std::ssize(out));
+    detail::Receive receive{element_type_of<T>(), std::ssize(out),
+                            reinterpret_cast<std::byte*>(out.data()), rank_, call.call_number};
+    engine_.receive(group, peer, receive);
+    count_received(group.world_ranks[static_cast<std::size_t>(peer)]);
   }
 
   template <class T>
@@ -384,6 +436,7 @@ void run_fibers(const SimulationOptions& options, const RankProgram& program) {
     RunScope scope(scheduler, options.schedule, *pool);
     start_ranks(engine, program, pool, options.fiber_stack_bytes);
     engine.wait_for_ranks();
+    engine.fail_on_undelivered();
     // Lets Boost's dispatcher release the finished fibers, and so their stacks.
     boost::this_fiber::yield();
   }

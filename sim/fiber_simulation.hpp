@@ -22,6 +22,10 @@
 //   the group or a malformed group; a deadlock (every live rank blocked, e.g.
 //   a rank returned or called on another group); a rank's exception, which
 //   stays reachable through std::rethrow_if_nested on the SimulationError.
+// - Point-to-point (SPEC 16): send is buffered, per-(group, sender, receiver)
+//   FIFO; a recv waits for its channel's next message, which must have its
+//   element type and count. A recv no send can satisfy is part of the
+//   deadlock check; a message never received fails the run when it ends.
 //   Every rank is then unwound (SimulationAborted, not a std::exception, is
 //   thrown from its collectives: a program must not swallow it with catch (...)).
 #pragma once
@@ -45,14 +49,15 @@ struct Schedule {
 // Fault sites a test can switch on, one per run (FoundationDB style).
 struct FaultInjection {
   std::int32_t rank = -1;          // the rank that misbehaves; -1: none
-  std::int64_t at_collective = 0;  // its n-th collective call (0-based)
+  std::int64_t at_collective = 0;  // its n-th call (0-based): collective, send or recv
   enum class Kind {
     none,
     wrong_collective,  // calls a different collective kind
     wrong_group,       // calls it on a different group
-    wrong_size,        // gives a different element count where counts must agree
+    wrong_size,        // gives a different element count where counts must agree (a send: one more)
     early_return,      // returns instead of calling (others then wait forever)
     throw_error,       // throws from the rank program
+    drop_message,      // a send whose message is lost (its receiver waits for it)
   } kind = Kind::none;
 };
 

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <map>
 #include <optional>
@@ -217,6 +218,30 @@ struct MpiCommunicator::State {
                                 std::span<const std::int64_t> counts);
   template <class T>
   void broadcast(const Group& group, std::span<T> values, std::int32_t root);
+
+  // Point-to-point (SPEC 16) on `message_comm`, a duplicate of the world:
+  // each message is a header (its group, element type, count, the sender's
+  // call number) and its values, sent with MPI_Isend (buffered: the send
+  // returns at once) and kept until MPI completes it.
+  struct PendingSend {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<std::byte> buffer;
+  };
+  MPI_Comm message_comm = MPI_COMM_NULL;
+  std::deque<PendingSend> pending_sends;
+
+  // The peer's world rank, after checking the caller and the peer are two members.
+  std::int32_t peer_world_rank(const Group& group, std::int32_t peer,
+                               const std::string& site) const;
+  void send_bytes(const Group& group, std::int32_t to, std::vector<std::byte> buffer,
+                  const std::string& site);
+  std::vector<std::byte> receive_bytes(const Group& group, std::int32_t from,
+                                       const std::string& site);
+  void reap_sends(bool wait);
+  template <class T>
+  std::int32_t send(const Group& group, std::int32_t peer, std::span<const T> values);
+  template <class T>
+  std::int32_t recv(const Group& group, std::int32_t peer, std::span<T> out);
 };
 
 namespace {
@@ -578,6 +603,9 @@ MpiCommunicator::MpiCommunicator(const MpiOptions& options) : state_(std::make_u
   check(MPI_Comm_size(state_->world_comm, &size), "MPI_Comm_size", site);
   state_->rank = rank;
   state_->size = size;
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &state_->message_comm), "MPI_Comm_dup", site);
+  check(MPI_Comm_set_errhandler(state_->message_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
+        site);
   const Group world = world_group_of(size);
   // The world communicator is freed by hand below, not as a group entry.
   state_->groups[{world.id, world.world_ranks}] =
@@ -594,7 +622,175 @@ MpiCommunicator::~MpiCommunicator() {
   for (auto& [key, group] : state_->groups) {
     if (group.owned && group.comm != MPI_COMM_NULL) MPI_Comm_free(&group.comm);
   }
+  state_->reap_sends(false);
+  for (State::PendingSend& pending : state_->pending_sends) {
+    // Never received: MPI may still read the buffer after the request is
+    // freed, so the buffer outlives this object on purpose.
+    MPI_Request_free(&pending.request);
+    new std::vector<std::byte>(std::move(pending.buffer));
+  }
+  MPI_Comm_free(&state_->message_comm);
   MPI_Comm_free(&state_->world_comm);
+}
+
+// ---- Point-to-point messages (SPEC 16) ----
+
+namespace {
+
+// What travels before a message's values.
+struct MessageHeader {
+  std::uint64_t group = 0;  // group_identity of the group it was sent on
+  std::int64_t element = 0;
+  std::int64_t count = 0;
+  std::int64_t call_number = -1;  // the sender's
+};
+
+std::uint64_t group_identity(const Group& group) {
+  std::uint64_t hash =
+      fnv1a64_u64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(group.id)));
+  for (const std::int32_t w : group.world_ranks) {
+    hash = fnv1a64_u64(static_cast<std::uint64_t>(static_cast<std::uint32_t>(w)), hash);
+  }
+  return hash;
+}
+
+// A tag per group keeps groups' channels apart (the header catches a collision).
+int message_tag(const Group& group) {
+  return static_cast<int>(group_identity(group) % 16384U);
+}
+
+std::string call_text(std::int32_t world_rank, std::int64_t call_number) {
+  return "world rank " + std::to_string(world_rank) + " (its call #" + std::to_string(call_number) +
+         ")";
+}
+
+}  // namespace
+
+std::int32_t MpiCommunicator::State::peer_world_rank(const Group& group, std::int32_t peer,
+                                                     const std::string& site) const {
+  for (const std::int32_t w : group.world_ranks) {
+    if (w < 0 || w >= size) {
+      throw SimulationError(site + ": world rank " + std::to_string(w) + " is outside 0.." +
+                            std::to_string(size - 1));
+    }
+  }
+  const std::int32_t own = group.rank_of(rank);
+  if (own < 0) {
+    throw SimulationError(site + ": world rank " + std::to_string(rank) + " is not a member");
+  }
+  if (peer < 0 || peer >= group.size() || peer == own) {
+    throw SimulationError(site + ": peer " + std::to_string(peer) +
+                          " is not another group rank of " + format_group(group) +
+                          " (the caller is group rank " + std::to_string(own) + ")");
+  }
+  return group.world_ranks[static_cast<std::size_t>(peer)];
+}
+
+// Completed sends leave the queue; with `wait`, every send is waited for.
+void MpiCommunicator::State::reap_sends(bool wait) {
+  while (!pending_sends.empty()) {
+    int done = 0;
+    PendingSend& front = pending_sends.front();
+    if (wait) {
+      check(MPI_Wait(&front.request, MPI_STATUS_IGNORE), "MPI_Wait", "send");
+      done = 1;
+    } else {
+      check(MPI_Test(&front.request, &done, MPI_STATUS_IGNORE), "MPI_Test", "send");
+    }
+    if (done == 0) return;
+    pending_sends.pop_front();
+  }
+}
+
+void MpiCommunicator::State::send_bytes(const Group& group, std::int32_t to,
+                                        std::vector<std::byte> buffer, const std::string& site) {
+  PendingSend& pending = pending_sends.emplace_back();
+  pending.buffer = std::move(buffer);
+  check(MPI_Isend(pending.buffer.data(), to_mpi_count(std::ssize(pending.buffer), site), MPI_BYTE,
+                  to, message_tag(group), message_comm, &pending.request),
+        "MPI_Isend", site);
+  reap_sends(false);
+}
+
+std::vector<std::byte> MpiCommunicator::State::receive_bytes(const Group& group, std::int32_t from,
+                                                             const std::string& site) {
+  MPI_Status status;
+  const int tag = message_tag(group);
+  if (options.stall_timeout_seconds <= 0) {
+    check(MPI_Probe(from, tag, message_comm, &status), "MPI_Probe", site);
+  } else {
+    const double start = MPI_Wtime();
+    for (std::int64_t polls = 0;; ++polls) {
+      int found = 0;
+      check(MPI_Iprobe(from, tag, message_comm, &found, &status), "MPI_Iprobe", site);
+      if (found != 0) break;
+      const double waited = MPI_Wtime() - start;
+      if (waited > options.stall_timeout_seconds) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.1f", waited);
+        throw SimulationError(site + ": waited " + seconds + " s for a message from world rank " +
+                              std::to_string(from) + " (none was sent, or it went elsewhere)");
+      }
+      if (polls < 1000) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+  }
+  int bytes = 0;
+  check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count", site);
+  std::vector<std::byte> buffer(static_cast<std::size_t>(bytes));
+  check(MPI_Recv(buffer.data(), bytes, MPI_BYTE, from, tag, message_comm, MPI_STATUS_IGNORE),
+        "MPI_Recv", site);
+  reap_sends(false);
+  return buffer;
+}
+
+template <class T>
+std::int32_t MpiCommunicator::State::send(const Group& group, std::int32_t peer,
+                                          std::span<const T> values) {
+  const std::int64_t call_number = calls++;
+  const std::string site = detail::describe_message("send", element_of<T>(), std::ssize(values)) +
+                           " by " + call_text(rank, call_number) + " on " + format_group(group);
+  const std::int32_t to = peer_world_rank(group, peer, site);
+  const MessageHeader header{group_identity(group), static_cast<std::int64_t>(element_of<T>()),
+                             std::ssize(values), call_number};
+  std::vector<std::byte> buffer(sizeof header + values.size_bytes());
+  std::memcpy(buffer.data(), &header, sizeof header);
+  if (!values.empty())
+    std::memcpy(buffer.data() + sizeof header, values.data(), values.size_bytes());
+  send_bytes(group, to, std::move(buffer), site);
+  return to;
+}
+
+template <class T>
+std::int32_t MpiCommunicator::State::recv(const Group& group, std::int32_t peer, std::span<T> out) {
+  const std::int64_t call_number = calls++;
+  const std::string site = detail::describe_message("recv", element_of<T>(), std::ssize(out)) +
+                           " by " + call_text(rank, call_number) + " on " + format_group(group);
+  const std::int32_t from = peer_world_rank(group, peer, site);
+  const std::vector<std::byte> buffer = receive_bytes(group, from, site);
+  MessageHeader header;
+  if (buffer.size() < sizeof header) {
+    throw SimulationError(site + ": a message of " + std::to_string(buffer.size()) +
+                          " bytes has no header");
+  }
+  std::memcpy(&header, buffer.data(), sizeof header);
+  const auto element = static_cast<Element>(header.element);
+  const std::string pair =
+      "message from " + call_text(from, header.call_number) + " to " + call_text(rank, call_number);
+  if (header.group != group_identity(group)) {
+    throw SimulationError(pair + ": it was sent on another group than " + format_group(group));
+  }
+  if (element != element_of<T>() || header.count != std::ssize(out) ||
+      buffer.size() != sizeof header + out.size_bytes()) {
+    throw SimulationError(pair + ": " + detail::describe_message("send", element, header.count) +
+                          " met " +
+                          detail::describe_message("recv", element_of<T>(), std::ssize(out)));
+  }
+  if (!out.empty()) std::memcpy(out.data(), buffer.data() + sizeof header, out.size_bytes());
+  return from;
 }
 
 const MpiOptions& MpiCommunicator::options() const {
@@ -684,6 +880,19 @@ void MpiCommunicator::barrier(const Group& group) {
   call.kind = static_cast<std::int64_t>(Kind::barrier);
   const State::Started s = state_->start(group, call, {});
   check(MPI_Barrier(s.group->comm), "MPI_Barrier", s.site);
+}
+
+void MpiCommunicator::send(const Group& group, std::int32_t peer, std::span<const double> values) {
+  count_sent(state_->send(group, peer, values));
+}
+void MpiCommunicator::send(const Group& group, std::int32_t peer, std::span<const float> values) {
+  count_sent(state_->send(group, peer, values));
+}
+void MpiCommunicator::recv(const Group& group, std::int32_t peer, std::span<double> out) {
+  count_received(state_->recv(group, peer, out));
+}
+void MpiCommunicator::recv(const Group& group, std::int32_t peer, std::span<float> out) {
+  count_received(state_->recv(group, peer, out));
 }
 
 }  // namespace infonce::sim

@@ -25,6 +25,11 @@
 //   another group) leaves the others waiting. With stall_timeout_seconds > 0
 //   the call exchange polls and throws SimulationError after that long; the
 //   only clock in the harness, and it never reaches a result.
+// - send/recv (SPEC 16) travel on their own duplicate of the world with a
+//   header (group, element type, count, the sender's call number): a message
+//   of another group, type or size is a SimulationError naming both calls, as
+//   in the simulator; a recv waits under stall_timeout_seconds like a
+//   collective (MPI cannot see that no send will come).
 // A rank that throws must end the job (run_or_abort_job in mpi_runtime.hpp).
 #pragma once
 
@@ -93,6 +98,11 @@ class MpiCommunicator final : public Communicator {
   void broadcast(const Group& group, std::span<std::byte> values, std::int32_t root) override;
 
   void barrier(const Group& group) override;
+
+  void send(const Group& group, std::int32_t peer, std::span<const double> values) override;
+  void send(const Group& group, std::int32_t peer, std::span<const float> values) override;
+  void recv(const Group& group, std::int32_t peer, std::span<double> out) override;
+  void recv(const Group& group, std::int32_t peer, std::span<float> out) override;
 
  private:
   struct State;

@@ -25,6 +25,11 @@
 //                    wait (stall timeout 2 s)
 //   exit-early       world rank 1 leaves the program (and MPI) while the others
 //                    wait in a collective (stall timeout 2 s)
+//   message-size     world rank 1 receives 3 values where rank 0 sent 2
+//   message-type     world rank 1 receives floats where rank 0 sent doubles
+//   missing-send     world rank 2 waits for a message nobody sends (stall timeout 2 s)
+//   unreceived       world rank 2 sends to rank 0, which never receives it
+//   message-peer     every rank sends to itself
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -229,6 +234,25 @@ int misbehave(infonce::sim::MpiCommunicator& comm, const std::string& mode) {
   } else if (mode == "wrong-group") {
     const Group reversed{9, {1, 0}};
     comm.all_gather(culprit ? reversed : world, std::span<const double>(values));
+  } else if (mode == "message-size" || mode == "message-type") {
+    // Rank 0 sends two values to rank 1, which expects three (or floats).
+    if (w == 0) comm.send(world, 1, std::span<const double>(values));
+    if (w == 1 && mode == "message-size") {
+      std::vector<double> out(3);
+      comm.recv(world, 0, std::span<double>(out));
+    }
+    if (w == 1 && mode == "message-type") {
+      std::vector<float> out(2);
+      comm.recv(world, 0, std::span<float>(out));
+    }
+  } else if (mode == "missing-send") {
+    // Rank 2 waits for a message rank 1 never sends (stall timeout 2 s).
+    if (w == 2) comm.recv(world, 1, std::span<double>(values));
+  } else if (mode == "unreceived") {
+    if (w == 2) comm.send(world, 0, std::span<const double>(values));
+    comm.check_messages_delivered();
+  } else if (mode == "message-peer") {
+    comm.send(world, w, std::span<const double>(values));
   } else {
     throw std::invalid_argument("unknown mode '" + mode + "'");
   }
@@ -244,7 +268,8 @@ int main(int argc, char** argv) {
   return infonce::sim::run_or_abort_job(
       [&] {
         infonce::sim::MpiOptions options;
-        options.stall_timeout_seconds = mode == "wrong-group" || mode == "exit-early" ? 2 : 60;
+        options.stall_timeout_seconds =
+            mode == "wrong-group" || mode == "exit-early" || mode == "missing-send" ? 2 : 60;
         infonce::sim::MpiCommunicator comm(options);
         if (mode == "conformance") {
           // Every rank exits with world rank 0's verdict.

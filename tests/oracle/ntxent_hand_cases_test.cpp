@@ -90,9 +90,7 @@ TEST(OracleNtXentLoss, TheObjectiveDoesNotDependOnTheSharding) {
 }
 
 TEST(OracleNtXentLoss, RejectsAnUndefinedCase) {
-  const auto rejects = [](NtXentDescription d) {
-    EXPECT_THROW(evaluate_ntxent(d), InputError);
-  };
+  const auto rejects = [](NtXentDescription d) { EXPECT_THROW(evaluate_ntxent(d), InputError); };
   NtXentDescription d = two_samples();
   d.micro_steps[0][0].second = column({1});
   rejects(d);  // views of different lengths

@@ -14,7 +14,9 @@
 namespace infonce {
 namespace {
 
-Eigen::MatrixXd to_double(const oracle::RealRows& rows) { return rows.cast<double>(); }
+Eigen::MatrixXd to_double(const oracle::RealRows& rows) {
+  return rows.cast<double>();
+}
 
 // One micro-step's shards, their first views stacked, then their second views.
 struct Views {
@@ -45,18 +47,16 @@ TEST(NtXentReference, AgreesWithTheOracleOnRandomCases) {
     d.accumulation_normalize = true;
     const oracle::NtXentResult want = oracle::evaluate_ntxent(d);
     const Views views = stacked(d.micro_steps[0]);
-    const loss::NtXentFullBatchResult<double> got = loss::ntxent_full_batch<double>(
-        to_double(d.weight), d.normalize, views.first, views.second,
-        static_cast<double>(1 / d.temperature));
+    const loss::NtXentFullBatchResult<double> got =
+        loss::ntxent_full_batch<double>(to_double(d.weight), d.normalize, views.first, views.second,
+                                        static_cast<double>(1 / d.temperature));
     const double scale = 1 + static_cast<double>(want.max_abs_logit);
     const double loss = std::abs(got.loss - static_cast<double>(want.loss)) / scale;
-    const double weight =
-        (got.grad_weight - to_double(want.grad_weight)).cwiseAbs().maxCoeff() /
-        (1 + static_cast<double>(want.grad_weight_bound.maxCoeff()));
-    const double tau =
-        std::abs(got.grad_inverse_temperature -
-                 static_cast<double>(want.grad_inverse_temperature)) /
-        (1 + static_cast<double>(want.grad_inverse_temperature_bound));
+    const double weight = (got.grad_weight - to_double(want.grad_weight)).cwiseAbs().maxCoeff() /
+                          (1 + static_cast<double>(want.grad_weight_bound.maxCoeff()));
+    const double tau = std::abs(got.grad_inverse_temperature -
+                                static_cast<double>(want.grad_inverse_temperature)) /
+                       (1 + static_cast<double>(want.grad_inverse_temperature_bound));
     EXPECT_LE(loss, 1e-14);
     EXPECT_LE(weight, 1e-13);
     EXPECT_LE(tau, 1e-13);
@@ -82,8 +82,7 @@ TEST(NtXentReference, LocalLossesTileTheGlobalLoss) {
     Eigen::MatrixXd keys(2 * samples, views.first.cols());
     keys << views.first, views.second;
     const auto global_positions = loss::ntxent_global_queries(samples);
-    const auto global =
-        loss::ntxent_loss_and_gradient<double>({keys, keys, global_positions}, 2.5);
+    const auto global = loss::ntxent_loss_and_gradient<double>({keys, keys, global_positions}, 2.5);
     double weighted = 0;
     Eigen::Index prefix = 0;
     for (const auto& shard : shards) {
@@ -98,8 +97,7 @@ TEST(NtXentReference, LocalLossesTileTheGlobalLoss) {
       const auto local = loss::ntxent_loss_and_gradient<double>({own, keys, positions}, 2.5);
       weighted += local.loss * static_cast<double>(n) / static_cast<double>(samples);
       const double share = static_cast<double>(n) / static_cast<double>(samples);
-      EXPECT_LE((local.grad_queries.topRows(n) * share -
-                 global.grad_queries.middleRows(prefix, n))
+      EXPECT_LE((local.grad_queries.topRows(n) * share - global.grad_queries.middleRows(prefix, n))
                     .cwiseAbs()
                     .maxCoeff(),
                 1e-12);

@@ -91,6 +91,22 @@ class CountingCommunicator final : public Communicator {
     ++calls;
     inner_.barrier(g);
   }
+  void send(const Group& g, std::int32_t peer, std::span<const double> v) override {
+    ++calls;
+    inner_.send(g, peer, v);
+  }
+  void send(const Group& g, std::int32_t peer, std::span<const float> v) override {
+    ++calls;
+    inner_.send(g, peer, v);
+  }
+  void recv(const Group& g, std::int32_t peer, std::span<double> out) override {
+    ++calls;
+    inner_.recv(g, peer, out);
+  }
+  void recv(const Group& g, std::int32_t peer, std::span<float> out) override {
+    ++calls;
+    inner_.recv(g, peer, out);
+  }
 
  private:
   Communicator& inner_;
