@@ -51,3 +51,9 @@ def test_the_field_tables_metadata_is_counted_apart():
               "    return CONFIGURATIONS\n")
     assert count_source(source) == LineCount(code=4, metadata=5)
 
+
+@pytest.mark.parametrize("module", sorted(set(BUILT_IN.values()) - NOT_A_PACKAGE))
+def test_a_package_adapter_is_at_most_30_lines_of_code(module):
+    count = count_source((ADAPTERS / f"{module}.py").read_text(encoding="utf-8"))
+    assert count.code <= LIMIT, (f"adapters/{module}.py: {count.code} lines of code (metadata "
+                                 f"{count.metadata} apart) > {LIMIT}: widen the API instead")
