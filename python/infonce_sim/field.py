@@ -16,7 +16,9 @@ declares, on the INSTALLED version of the project: the worker's handshake, then
   case file (W = P = 2, one or two pairs per shard, written by this command under --corpus-dir
   since the engine does not shrink CLIP cases) that `infonce-sim replay FILE --sut CMD` fails.
 
-Output: a markdown table on stdout and in --out FILE. Exit 0 when every command ran (bugs found
+Output: a markdown table on stdout and in --out FILE, then one row per adapter run: its lines
+of code (issue 28's measure, infonce_sim/lines_of_code.py), the installed version, and its
+configurations' verdicts. Exit 0 when every command ran (bugs found
 are results, not errors), 2 on bad options or no infonce-sim binary.
 
 ## The convention an adapter module follows to appear in the table
@@ -349,7 +351,30 @@ def configuration_rows(args, kind, module, why=None):
         yield [project, version, where, encoders, direct, status, f"{seconds:.0f} s"], bugs
 
 
-def render(rows, bug_lists, args, seconds):
+def adapter_size(kind):
+    """Issue 28's measure of a built-in adapter's module (infonce_sim.lines_of_code)."""
+    from .adapters import BUILT_IN
+    from .lines_of_code import count_file
+    return count_file(pathlib.Path(__file__).parent / "adapters" / f"{BUILT_IN[kind]}.py")
+
+
+def render_sizes(kinds, rows):
+    """One row per adapter run: its lines of code, the installed version, and its
+    configurations' verdicts (the full-batch column, counted; or why none ran)."""
+    out = ["| adapter | installed | lines of code (+ field-table metadata) | verdicts |",
+           "|---|---|---|---|"]
+    for kind in kinds:
+        mine = [row for row in rows if row[0].split(" (")[0] == kind]
+        statuses = [row[5] for row in mine if row[5]]
+        verdicts = (", ".join(f"{statuses.count(v)} {v}" for v in dict.fromkeys(statuses))
+                    if statuses else (mine[0][3] or mine[0][1]) if mine else "none run")
+        size = adapter_size(kind)
+        out.append(f"| `{kind}` | {mine[0][1] if mine else ''} | {size.code} (+{size.metadata}) "
+                   f"| {verdicts.replace('|', chr(92) + '|')} |")
+    return out
+
+
+def render(rows, bug_lists, args, seconds, kinds=()):
     head = ["project", "installed", "configuration; point; runtime", "encoders", "direct parameters",
             "full-batch", "time"]
     out = [f"Field table: `python -m infonce_sim.field --cases {args.cases} --seed {args.seed}` "
@@ -369,6 +394,10 @@ def render(rows, bug_lists, args, seconds):
                    "  - shrunk case: none (no shrinking campaign for CLIP; the command names "
                    "the first failing case)")
         out.append(f"  - reproduce: {command}")
+    if kinds:
+        out += ["", "Adapters (lines of code: python/infonce_sim/lines_of_code.py's rule; issue 28's "
+                "target: at most 30, tests/python/test_adapter_size.py):", "",
+                *render_sizes(kinds, rows)]
     return "\n".join(out) + "\n"
 
 
@@ -381,13 +410,14 @@ def main(argv=None):
     # Every check writes its shrunk cases there (check --strategies too), never into corpus/.
     pathlib.Path(args.corpus_dir).mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    rows, bug_lists = [], []
+    rows, bug_lists, kinds = [], [], []
     for kind, module, why in adapter_modules(args.adapter):
+        kinds.append(kind)
         for row, bugs in configuration_rows(args, kind, module, why):
             print(f"field: {' | '.join(row[:3])}: {row[5]} ({row[6]})", file=sys.stderr)
             rows.append(row)
             bug_lists.append(bugs)
-    table = render(rows, bug_lists, args, time.monotonic() - start)
+    table = render(rows, bug_lists, args, time.monotonic() - start, kinds)
     sys.stdout.write(table)
     if args.out:
         pathlib.Path(args.out).write_text(table, encoding="utf-8")

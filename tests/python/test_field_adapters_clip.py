@@ -15,6 +15,7 @@ import importlib.metadata
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -148,5 +149,8 @@ def test_field_table_on_open_clip(tmp_path, infonce_sim):
     assert "dropped terms) (as predicted" in local and "| bug |" in local, local
     assert "| lightly | 1.6" in table and "not run: " in table
     assert "Bugs found: 2:" in table and "reproduce: `" in table, table
+    # issue 28: per adapter, its lines of code (+ metadata), the version and the verdicts
+    assert re.search(r"\| `open-clip` \| 3\.3[.\d]* \| \d+ \(\+\d+\) \| 2 bug \|", table), table
+    assert re.search(r"\| `lightly` \| 1\.6[.\d]* \| \d+ \(\+\d+\) \| not run: ", table), table
     small = sorted((tmp_path / "found").glob("clip-small-*.json"))  # replay FILE fails on them
     assert small and all(str(f) in table for f in small), table  # (one case may serve both)

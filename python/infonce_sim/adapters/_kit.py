@@ -7,10 +7,24 @@ packages take a fixed number of columns: every query of a micro-step, on every r
 same number of documents. The handshake says so (`unequal_documents: false`), so the harness sends
 no other case; one that still arrives is an error here, before any collective (a rank that entered
 the package's gathers with fewer columns than another would hang them instead).
+
+What every built-in adapter may use, so that it stays within issue 28's 30 lines:
+- `boolean(value, name)`, `version(distribution)`: an --option's bool, an installed version;
+- `handshake(max_world, **fields)`: the `supports` fields every package adapter shares, with
+  its own on top; `supports(...)`: those of a plain InfoNCE package;
+- `keywords(options)`: options as a call's keyword text (an adapter's `name`);
+- `configured_point(configurations, options)`: the strategy point its field-table
+  CONFIGURATIONS declare for the options (one table, not a second mapping in code);
+- `also_with(options, configurations)`: each configuration, then each again with `options`;
+- `set_environment(prefix, settings, names)`: a trainer configured by environment variables;
+- `padding_of(split, where)`: a trainer's hard-negative padding (legacy or fixed), asked of it;
+- `ClipOnly`: the base of an adapter that runs the CLIP family only.
 """
 
 import importlib.metadata
+import os
 import sys
+from collections.abc import Iterable, Mapping
 
 import torch
 
@@ -33,30 +47,85 @@ def version(distribution):
     return importlib.metadata.version(distribution)
 
 
+def handshake(max_world, **fields):
+    """The handshake's `supports` of a package's loss, `fields` on top of what they all share:
+    in-batch negatives, DDP's mean, either `gather` axis value (the package gathers its own
+    way), both dtypes, one replica per DP shard (a package gathers over the default group),
+    the file's own behaviour judged (no compensate: false), GA normalisation on and off, no
+    extension keys but the dtype. A field given as None is left out (the protocol's
+    default)."""
+    return {"use_batch": [True], "reductions": ["mean"], "gathers": ["object", "tensor"],
+            "dtypes": ["float64", "float32"], "max_world": int(max_world), "max_replicas": 1,
+            "compensate_false": False, "accumulation_normalize": [True, False],
+            "extension_keys": ["dtype"], **{k: v for k, v in fields.items() if v is not None}}
+
+
 def supports(max_world, unequal_batches, include_qq=False, reported_loss="global"):
-    """The handshake of a package that runs the plain InfoNCE case: in-batch negatives over its
-    own gather (either `gather` axis value is run: the package gathers its own way), DDP's mean,
-    one replica per DP shard (the packages gather over the default group), the file's own
-    behaviour judged (no compensate: false), no hard-negative resizing, masking or extension
-    keys but the dtype."""
-    return {
-        "use_batch": [True],
-        "include_qq": include_qq,
-        "reductions": ["mean"],
-        "gathers": ["object", "tensor"],
-        "dtypes": ["float64", "float32"],
-        "max_world": int(max_world),
-        "max_replicas": 1,
-        "unequal_batches": unequal_batches,
-        "unequal_documents": False,
-        "reported_loss": reported_loss,
-        "compensate_false": False,
-        "accumulation_normalize": [True, False],
-        # (they draw nothing: a per-rank seed changes nothing; declared so the shrinker's
-        # per-rank cases run rather than fail the handshake)
-        "rng_modes": ["synced", "per-rank"],
-        "extension_keys": ["dtype"],
-    }
+    """The handshake of a package that runs the plain InfoNCE case (handshake()): no
+    hard-negative resizing or masking, one number of documents per query."""
+    # (they draw nothing: a per-rank seed changes nothing; declared so the shrinker's per-rank
+    # cases run rather than fail the handshake)
+    return handshake(max_world, include_qq=include_qq, unequal_batches=unequal_batches,
+                     unequal_documents=False, reported_loss=reported_loss,
+                     rng_modes=["synced", "per-rank"])
+
+
+def keywords(options: Mapping[str, object]) -> str:
+    """Options as a call's keyword arguments: "a=1, b=True"."""
+    return ", ".join(f"{key}={value}" for key, value in options.items())
+
+
+def configured_point(configurations: Iterable[Mapping[str, object]],
+                     options: Mapping[str, object]) -> str:
+    """The `_point` of the field-table configuration whose options are `options` (values
+    compared as lower-case text: "true" is True)."""
+    def text(value):
+        return str(value).lower()
+    for configuration in configurations:
+        given = {k: v for k, v in configuration.items() if not k.startswith("_")}
+        if given.keys() <= options.keys() and all(text(options[k]) == text(v)
+                                                  for k, v in given.items()):
+            return configuration["_point"]
+    raise ValueError(f"no configuration declares a strategy point for {keywords(options)}")
+
+
+def also_with(options: Mapping[str, str], configurations: list[dict]) -> list[dict]:
+    """Field-table configurations, then each again with `options` added (and its label
+    saying so)."""
+    return configurations + [
+        dict(c, **options, _label=c["_label"] + ", " + keywords(options)) for c in configurations]
+
+
+def set_environment(prefix: str, settings: object, names: Iterable[str]) -> None:
+    """Set the process environment a trainer reads its settings from: PREFIX + NAME (upper
+    case) = str(settings.name), or unset for None (the trainer's default)."""
+    for name in names:
+        value, variable = getattr(settings, name), prefix + name.upper()
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = str(value)
+
+
+def padding_of(split, where) -> str:
+    """A trainer's hard-negative padding, asked of its group splitter `split(rows, labels,
+    hard_negatives)` (rows in the protocol's layout, labels 1, 0 x k per group): one group
+    [q, p, n] (rows 0, 1, 2) padded to two negatives draws j = 0 from one negative, and the
+    padded row is row 1 ("legacy": row j + 1, maybe the positive) or row 2 ("fixed": row
+    j + 2). Anything else is a ValueError naming `where`."""
+    groups = split(torch.arange(3, dtype=torch.float64).reshape(3, 1), torch.tensor([1, 0]), 2)
+    padding = {1: "legacy", 2: "fixed"}.get(int(groups[0][-1, 0]))
+    if padding is None:
+        raise ValueError(f"{where}: hard-negative padding is neither legacy nor fixed")
+    return padding
+
+
+class ClipOnly:
+    """The base of an adapter that runs the CLIP family only (its `clip_loss`): an InfoNCE
+    case is the step's error, not an AttributeError."""
+
+    def loss(self, ctx, embeddings, labels):
+        raise CaseError(f"{self.name}: runs CLIP cases only (family clip)")
 
 
 def refuse(ctx, message):
