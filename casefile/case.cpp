@@ -383,6 +383,53 @@ void check_clip(const Case& c) {
   check_at_most("clip.batches", numbers, CaseLimits::kMaxNumbers);
 }
 
+// The NT-Xent family's invariants (casefile/ntxent_case.hpp).
+void check_ntxent(const Case& c) {
+  const NtXentSettings& ntxent = *c.ntxent;
+  check_finite("ntxent.temperature", ntxent.temperature);
+  if (!(ntxent.temperature > 0)) {
+    fail("ntxent.temperature", "must be > 0, got " + real_text(ntxent.temperature));
+  }
+  if (c.accumulation_window) fail("accumulation.window", "is not supported for NT-Xent cases");
+  if (c.padding_draws) fail("padding_draws", "is an InfoNCE key, not NT-Xent's");
+  if (!c.batches.empty()) fail("batches", "is an InfoNCE key, not NT-Xent's (ntxent.batches)");
+  if (ntxent.batches.size() != static_cast<std::size_t>(c.accumulation_steps)) {
+    fail("ntxent.batches", "has " + number_text(static_cast<std::int64_t>(ntxent.batches.size())) +
+                               " micro-steps, accumulation.steps is " +
+                               number_text(c.accumulation_steps));
+  }
+  std::int64_t numbers = 0;
+  for (std::size_t m = 0; m < ntxent.batches.size(); ++m) {
+    const std::string micro_path = index_path("ntxent.batches", static_cast<std::int64_t>(m));
+    if (ntxent.batches[m].size() != static_cast<std::size_t>(c.mesh.dp)) {
+      fail(micro_path, "has " + number_text(static_cast<std::int64_t>(ntxent.batches[m].size())) +
+                           " DP shards, mesh.dp is " + number_text(c.mesh.dp));
+    }
+    std::int64_t rows = 0;
+    for (std::size_t d = 0; d < ntxent.batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const NtXentShardBatch& shard = ntxent.batches[m][d];
+      check_at_least(path + ".first", shard.first.rows(), 1);
+      check_at_most(path + ".first", shard.first.rows(), CaseLimits::kMaxGroupsPerShard);
+      if (shard.second.rows() != shard.first.rows()) {
+        fail(path + ".second", "has " + number_text(shard.second.rows()) + " rows, .first has " +
+                                   number_text(shard.first.rows()) + " (one sample per row)");
+      }
+      if (shard.first.cols() != c.feature_dim() || shard.second.cols() != c.feature_dim()) {
+        fail(path, "rows of " + number_text(shard.first.cols()) + " and " +
+                       number_text(shard.second.cols()) + " numbers, the encoder takes " +
+                       number_text(c.feature_dim()));
+      }
+      check_finite_rows(path + ".first", shard.first);
+      check_finite_rows(path + ".second", shard.second);
+      numbers += shard.first.size() + shard.second.size();
+      rows += 2 * shard.first.rows();
+    }
+    check_at_most(micro_path, rows * rows, CaseLimits::kMaxLogits);  // the 2N x 2N logits
+  }
+  check_at_most("ntxent.batches", numbers, CaseLimits::kMaxNumbers);
+}
+
 }  // namespace case_checks
 
 std::vector<std::string> direct_parameter_names(const Case& c) {
@@ -408,6 +455,18 @@ Strategy effective_strategy(const Case& c) {
 }
 
 void validate_case(const Case& c) {
+  if (c.ntxent) {
+    if (c.clip)
+      case_checks::fail("ntxent", "a case has one family: \"clip\" and \"ntxent\" are both set");
+    case_checks::check_mesh(c.mesh);
+    case_checks::check_weight(c.weight);
+    case_checks::check_accumulation_steps(c.accumulation_steps);
+    case_checks::check_ntxent(c);
+    case_checks::check_expect(c);
+    case_checks::check_strategy(c);
+    case_checks::check_expect_direct(c);
+    return;
+  }
   if (c.clip) {
     case_checks::check_mesh(c.mesh);
     case_checks::check_weight(c.weight);

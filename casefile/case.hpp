@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "casefile/clip_case.hpp"
+#include "casefile/ntxent_case.hpp"
 #include "casefile/strategy_value.hpp"
 #include "loss/matrix.hpp"
 #include "loss/padding.hpp"
@@ -86,6 +87,10 @@ struct Case {
   // family (casefile/clip_case.hpp). Unset: InfoNCE. A CLIP case has no
   // InfoNCE batches, settings or padding; `weight` holds both towers.
   std::optional<ClipSettings> clip;
+  // Extension key "family": "ntxent" with the "ntxent" object: the NT-Xent
+  // family (casefile/ntxent_case.hpp). Like a CLIP case, no InfoNCE batches,
+  // settings or padding; `weight` is the shared encoder's.
+  std::optional<NtXentSettings> ntxent;
 
   // The micro-steps that run: the window, or every configured step.
   std::int32_t micro_steps_run() const { return accumulation_window.value_or(accumulation_steps); }
@@ -110,8 +115,8 @@ struct CaseLimits {
 // The parameters that enter the loss directly, in the order a step reports
 // their gradients after the encoder weight's D x F entries (the flat gradient
 // of step::RankOutput and step::DistributedResult): {"inverse_temperature"}
-// with a learnable temperature; {"log_logit_scale"} and, when set,
-// {"logit_bias"} for CLIP; else none.
+// with a learnable temperature (InfoNCE or NT-Xent); {"log_logit_scale"}
+// and, when set, {"logit_bias"} for CLIP; else none.
 std::vector<std::string> direct_parameter_names(const Case& c);
 inline std::size_t direct_parameter_count(const Case& c) {
   if (c.clip) return c.clip->logit_bias ? 2 : 1;

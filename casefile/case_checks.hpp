@@ -33,6 +33,7 @@ void check_expect(const Case& c);
 void check_expect_direct(const Case& c);
 // The CLIP family's shapes, numbers and keys (casefile/clip_case.hpp).
 void check_clip(const Case& c);
+void check_ntxent(const Case& c);
 void check_strategy(const Case& c);
 
 }  // namespace infonce::case_checks

@@ -266,10 +266,11 @@ constexpr std::array<EnumName<RngMode>, 2> kRngModeNames{{
     {RngMode::synced, "synced"},
     {RngMode::per_rank, "per-rank"},
 }};
-enum class LossFamily { infonce, clip };
-constexpr std::array<EnumName<LossFamily>, 2> kLossFamilyNames{{
+enum class LossFamily { infonce, clip, ntxent };
+constexpr std::array<EnumName<LossFamily>, 3> kLossFamilyNames{{
     {LossFamily::infonce, "infonce"},
     {LossFamily::clip, "clip"},
+    {LossFamily::ntxent, "ntxent"},
 }};
 constexpr std::array<EnumName<ScalarType>, 2> kScalarTypeNames{{
     {ScalarType::float64, "float64"},
@@ -621,6 +622,37 @@ void read_clip(const Json& value, Case& c) {
   c.clip = std::move(settings);
 }
 
+// The "ntxent" object of an NT-Xent case: the shared encoder, the
+// temperature, and both views of every shard's samples.
+void read_ntxent(const Json& value, Case& c) {
+  const ObjectReader ntxent(value, "ntxent", {"encoder", "temperature", "batches"});
+  NtXentSettings settings;
+  c.weight = read_tower(ntxent.required("encoder"), ntxent.path("encoder"), settings.normalize);
+  settings.temperature = read_double(ntxent.required("temperature"), ntxent.path("temperature"));
+  const Json& batches = ntxent.required("batches");
+  read_array_of(batches, ntxent.path("batches"), static_cast<std::size_t>(c.accumulation_steps),
+                "micro-steps (accumulation.steps)");
+  std::int64_t numbers_in_case = 0;
+  const auto columns = static_cast<std::size_t>(c.weight.cols());
+  for (std::size_t m = 0; m < batches.size(); ++m) {
+    const std::string micro_path = index_path(ntxent.path("batches"), static_cast<std::int64_t>(m));
+    read_array_of(batches[m], micro_path, static_cast<std::size_t>(c.mesh.dp),
+                  "DP shards (mesh.dp)");
+    auto& shards = settings.batches.emplace_back();
+    for (std::size_t d = 0; d < batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const ObjectReader shard(batches[m][d], path, {"first", "second"});
+      NtXentShardBatch batch;
+      batch.first =
+          read_rows(shard.required("first"), shard.path("first"), columns, numbers_in_case);
+      batch.second =
+          read_rows(shard.required("second"), shard.path("second"), columns, numbers_in_case);
+      shards.push_back(std::move(batch));
+    }
+  }
+  c.ntxent = std::move(settings);
+}
+
 void read_expect(const Json& value, Case& c) {
   const ObjectReader expect(value, "expect", {"loss", "grad", "direct", "rtol", "atol"});
   Expectation result;
@@ -768,15 +800,37 @@ OrderedJson clip_json(const Case& c) {
   return out;
 }
 
+// The "ntxent" object: the encoder, the temperature, both views per shard.
+OrderedJson ntxent_json(const Case& c) {
+  const NtXentSettings& ntxent = *c.ntxent;
+  OrderedJson out;
+  out["encoder"] = {{"normalize", ntxent.normalize}, {"weight", matrix_json(c.weight)}};
+  out["temperature"] = ntxent.temperature;
+  OrderedJson batches = OrderedJson::array();
+  for (const auto& micro : ntxent.batches) {
+    OrderedJson shards = OrderedJson::array();
+    for (const NtXentShardBatch& shard : micro) {
+      shards.push_back(
+          {{"first", matrix_json(shard.first)}, {"second", matrix_json(shard.second)}});
+    }
+    batches.push_back(std::move(shards));
+  }
+  out["batches"] = std::move(batches);
+  return out;
+}
+
 OrderedJson case_json(const Case& c) {
   OrderedJson out;
   out["format"] = kFormat;
   if (c.clip) out["family"] = "clip";
+  if (c.ntxent) out["family"] = "ntxent";
+  // Only InfoNCE has loss settings, its own encoder key, generators and batches.
+  const bool infonce = !c.clip && !c.ntxent;
   out["mesh"] = {{"world", c.mesh.world}, {"dp", c.mesh.dp}};
   out["reduction"] = choice_name(c.reduction, kReductionNames);
   out["gather"] = choice_name(c.gather, kGatherPathNames);
   out["compensate"] = c.compensate;
-  if (!c.clip) {
+  if (infonce) {
     OrderedJson loss;
     loss["temperature"] = c.loss.temperature;
     loss["use_batch"] = c.loss.use_batch;
@@ -789,12 +843,14 @@ OrderedJson case_json(const Case& c) {
     loss["include_dd"] = c.loss.include_dd;
     out["loss"] = std::move(loss);
     out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
-  } else {
+  } else if (c.clip) {
     out["clip"] = clip_json(c);
+  } else {
+    out["ntxent"] = ntxent_json(c);
   }
   out["accumulation"] = {{"steps", c.accumulation_steps}, {"normalize", c.accumulation_normalize}};
   if (c.accumulation_window) out["accumulation"]["window"] = *c.accumulation_window;
-  if (!c.clip) {
+  if (infonce) {
     out["rng"] = {{"mode", choice_name(c.rng_mode, kRngModeNames)}, {"seed", c.rng_seed}};
   }
   // The extension key is written only when it departs from the SPEC's default.
@@ -807,7 +863,7 @@ OrderedJson case_json(const Case& c) {
   }
   if (c.learnable_temperature) out["learnable_temperature"] = true;
   if (c.padding_draws) out["padding_draws"] = *c.padding_draws;
-  if (!c.clip) {
+  if (infonce) {
     OrderedJson batches = OrderedJson::array();
     for (const auto& micro : c.batches) {
       OrderedJson shards = OrderedJson::array();
@@ -904,21 +960,51 @@ Case parse_clip_case(const ObjectReader& root) {
   return c;
 }
 
+// The keys of an NT-Xent case ("family": "ntxent"): no InfoNCE settings,
+// encoder, generators or batches; a learnable temperature is allowed.
+Case parse_ntxent_case(const ObjectReader& root) {
+  for (const std::string_view key :
+       {"loss", "encoder", "rng", "batches", "padding_draws", "clip"}) {
+    if (root.optional(key) != nullptr) {
+      fail(key, "is not a key of a case with \"family\": \"ntxent\"");
+    }
+  }
+  Case c;
+  c.mesh = read_mesh(root.required("mesh"));
+  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
+  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
+  c.compensate = read_bool(root.required("compensate"), "compensate");
+  read_accumulation(root.required("accumulation"), c);
+  if (const Json* dtype = given(root, "dtype")) {
+    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
+  }
+  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  if (const Json* learnable = given(root, "learnable_temperature")) {
+    c.learnable_temperature = read_bool(*learnable, "learnable_temperature");
+  }
+  read_ntxent(root.required("ntxent"), c);
+  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
+  if (const Json* found = given(root, "found")) read_found(*found, c);
+  validate_case(c);
+  return c;
+}
+
 }  // namespace
 
 Case parse_case(std::string_view json_text) {
   const Json document = parse_json(json_text);
   const ObjectReader root(document, "",
                           {"format", "family", "mesh", "reduction", "gather", "compensate", "loss",
-                           "encoder", "clip", "accumulation", "rng", "dtype", "strategy",
+                           "encoder", "clip", "ntxent", "accumulation", "rng", "dtype", "strategy",
                            "learnable_temperature", "padding_draws", "batches", "expect", "found"});
   read_format(root);
   if (const Json* family = given(root, "family")) {
-    if (read_choice(*family, "family", kLossFamilyNames) == LossFamily::clip) {
-      return parse_clip_case(root);
-    }
+    const LossFamily chosen = read_choice(*family, "family", kLossFamilyNames);
+    if (chosen == LossFamily::clip) return parse_clip_case(root);
+    if (chosen == LossFamily::ntxent) return parse_ntxent_case(root);
   }
   if (root.optional("clip") != nullptr) fail("clip", "needs \"family\": \"clip\"");
+  if (root.optional("ntxent") != nullptr) fail("ntxent", "needs \"family\": \"ntxent\"");
   Case c;
   c.mesh = read_mesh(root.required("mesh"));
   c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);

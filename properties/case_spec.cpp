@@ -15,6 +15,29 @@ Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols) {
   return m;
 }
 
+void apply_pair_style(Rng& rng, FeatureStyle style, Matrix<double>& rows) {
+  for (Eigen::Index i = 0; i < rows.rows(); ++i) {
+    switch (style) {
+      case FeatureStyle::normal:
+      case FeatureStyle::threshold_ties:  // a mask tie: InfoNCE only
+        return;
+      case FeatureStyle::duplicated:
+        if (i > 0 && rng.below(3) == 0)
+          rows.row(i) = rows.row(static_cast<Eigen::Index>(rng.below(i)));
+        break;
+      case FeatureStyle::zero_rows:
+        if (rng.below(4) == 0) rows.row(i).setZero();
+        break;
+      case FeatureStyle::collinear:
+        if (i > 0 && rng.below(2) == 0) rows.row(i) = (0.5 + 1.5 * rng.unit()) * rows.row(0);
+        break;
+      case FeatureStyle::magnitudes:
+        rows.row(i) *= std::pow(10.0, 8.0 * rng.unit() - 4.0);
+        break;
+    }
+  }
+}
+
 namespace {
 
 // Reshapes normal rows into the adversarial style (see FeatureStyle).

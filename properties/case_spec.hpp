@@ -76,6 +76,11 @@ const char* name_of(ScalarType s);
 // rows x cols standard normal numbers from `rng`, in row-major order.
 Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols);
 
+// The spec's feature style on rows that are not InfoNCE groups (a CLIP
+// tower's, an NT-Xent view's): zero, duplicated and collinear rows and
+// magnitudes; the mask-tie style is InfoNCE's only.
+void apply_pair_style(Rng& rng, FeatureStyle style, Matrix<double>& rows);
+
 // The mesh and the accumulation, e.g. "W=4 P=2 A=1" ("A=2(unnormalized)").
 std::string describe_mesh(const CaseSpec& spec);
 

@@ -7,33 +7,6 @@
 #include "base/rng.hpp"
 
 namespace infonce::properties {
-namespace {
-
-// The spec's feature style on one tower's rows, where it applies to CLIP.
-void apply_style(Rng& rng, FeatureStyle style, Matrix<double>& rows) {
-  for (Eigen::Index i = 0; i < rows.rows(); ++i) {
-    switch (style) {
-      case FeatureStyle::normal:
-      case FeatureStyle::threshold_ties:  // a mask tie: InfoNCE only
-        return;
-      case FeatureStyle::duplicated:
-        if (i > 0 && rng.below(3) == 0)
-          rows.row(i) = rows.row(static_cast<Eigen::Index>(rng.below(i)));
-        break;
-      case FeatureStyle::zero_rows:
-        if (rng.below(4) == 0) rows.row(i).setZero();
-        break;
-      case FeatureStyle::collinear:
-        if (i > 0 && rng.below(2) == 0) rows.row(i) = (0.5 + 1.5 * rng.unit()) * rows.row(0);
-        break;
-      case FeatureStyle::magnitudes:
-        rows.row(i) *= std::pow(10.0, 8.0 * rng.unit() - 4.0);
-        break;
-    }
-  }
-}
-
-}  // namespace
 
 Case build_clip_case(const CaseSpec& spec) {
   Rng rng(spec.data_seed ^ 0xc11bULL);
@@ -59,8 +32,8 @@ Case build_clip_case(const CaseSpec& spec) {
       const auto pairs = static_cast<std::int64_t>(std::max<std::size_t>(groups.size(), 1));
       ClipShardBatch shard{normal_matrix(rng, pairs, features),
                            normal_matrix(rng, pairs, features)};
-      apply_style(rng, spec.features, shard.image);
-      apply_style(rng, spec.features, shard.text);
+      apply_pair_style(rng, spec.features, shard.image);
+      apply_pair_style(rng, spec.features, shard.text);
       shards.push_back(std::move(shard));
     }
   }

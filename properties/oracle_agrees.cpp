@@ -305,6 +305,14 @@ std::int64_t oracle_work(const Case& c) {
     }
     return work;
   }
+  if (c.ntxent) {  // per micro-step: 2N rows encoded, (2N)^2 logits
+    for (const auto& shards : c.ntxent->batches) {
+      std::int64_t rows = 0;
+      for (const NtXentShardBatch& shard : shards) rows += 2 * shard.first.rows();
+      work += rows * dim * c.feature_dim() + rows * rows * dim;
+    }
+    return work;
+  }
   for (const auto& shards : c.batches) {
     std::int64_t groups = 0, docs = 0, rows = 0;
     for (const loss::ShardBatch& shard : shards) {

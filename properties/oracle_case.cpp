@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "oracle/clip_objective.hpp"
+#include "oracle/ntxent_objective.hpp"
 #include "oracle/objective.hpp"
 #include "step/recorded_padding.hpp"
 
@@ -97,7 +98,45 @@ oracle::ClipDescription oracle_clip_description(const Case& c) {
   return d;
 }
 
+oracle::NtXentDescription oracle_ntxent_description(const Case& c) {
+  const NtXentSettings& ntxent = *c.ntxent;
+  oracle::NtXentDescription d;
+  d.weight = input_rows(c.weight, c.scalar);
+  d.normalize = ntxent.normalize;
+  d.temperature = ntxent.temperature;
+  d.learnable_temperature = c.learnable_temperature;
+  d.accumulation_normalize = c.accumulation_normalize;
+  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+    std::vector<oracle::NtXentShardInput>& micro = d.micro_steps.emplace_back();
+    for (const NtXentShardBatch& shard : ntxent.batches[static_cast<std::size_t>(m)]) {
+      micro.push_back({input_rows(shard.first, c.scalar), input_rows(shard.second, c.scalar)});
+    }
+  }
+  return d;
+}
+
 namespace {
+
+OracleValues ntxent_oracle_values(const Case& c) {
+  const oracle::NtXentResult r = oracle::evaluate_ntxent(oracle_ntxent_description(c));
+  OracleValues out;
+  out.max_abs_logit = static_cast<double>(r.max_abs_logit);
+  out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
+  out.min_mask_gap = INFINITY;  // no mask
+  out.grad_bound = to_double(r.grad_weight_bound);
+  out.logit_factor = 1 / c.ntxent->temperature;
+  step::ReferenceValues& values = out.values;
+  values.loss = static_cast<double>(r.loss);
+  values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
+  values.grad = to_double(r.grad_weight);
+  values.grad_magnitude = to_double(r.grad_weight_magnitude);
+  if (c.learnable_temperature) {
+    values.direct_grad = {static_cast<double>(r.grad_inverse_temperature)};
+    values.direct_magnitude = {static_cast<double>(r.grad_inverse_temperature_magnitude)};
+    out.direct_bound = {static_cast<double>(r.grad_inverse_temperature_bound)};
+  }
+  return out;
+}
 
 // The towers side by side, as Case::weight lays them out.
 Matrix<double> side_by_side(const oracle::RealRows& image, const oracle::RealRows& text) {
@@ -134,6 +173,7 @@ OracleValues clip_oracle_values(const Case& c) {
 
 OracleValues oracle_values(const Case& c) {
   if (c.clip) return clip_oracle_values(c);
+  if (c.ntxent) return ntxent_oracle_values(c);
   const oracle::Result r = oracle::evaluate(oracle_description(c, step::record_padding_draws(c)));
   OracleValues out;
   out.max_abs_logit = static_cast<double>(r.max_abs_logit);

@@ -7,6 +7,7 @@
 #include "loss/padding.hpp"
 #include "oracle/clip_description.hpp"
 #include "oracle/description.hpp"
+#include "oracle/ntxent_description.hpp"
 #include "step/run_case.hpp"
 
 namespace infonce::properties {
@@ -17,6 +18,8 @@ namespace infonce::properties {
 oracle::Description oracle_description(const Case& c, const loss::RecordedDraws& draws);
 // A CLIP-family case as the oracle reads it (oracle/clip_description.hpp).
 oracle::ClipDescription oracle_clip_description(const Case& c);
+// An NT-Xent case as the oracle reads it (oracle/ntxent_description.hpp).
+oracle::NtXentDescription oracle_ntxent_description(const Case& c);
 
 struct OracleValues {
   step::ReferenceValues values;  // the oracle's objective, widened to double

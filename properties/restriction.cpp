@@ -6,6 +6,7 @@
 #include "properties/case_spec.hpp"
 #include "properties/clip_case.hpp"
 #include "properties/generators.hpp"
+#include "properties/ntxent_case.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -57,12 +58,32 @@ void equalize_documents(CaseSpec& spec) {
 
 }  // namespace
 
+CaseFamily family_of(const CaseSpec& spec, const Restriction& r) {
+  std::vector<CaseFamily> allowed;
+  if (r.infonce) allowed.push_back(CaseFamily::infonce);
+  if (r.clip) allowed.push_back(CaseFamily::clip);
+  if (r.ntxent) allowed.push_back(CaseFamily::ntxent);
+  if (allowed.empty()) return CaseFamily::infonce;
+  return allowed[static_cast<std::size_t>(spec.data_seed % allowed.size())];
+}
+
 bool builds_clip(const CaseSpec& spec, const Restriction& r) {
-  return r.clip && (!r.infonce || spec.data_seed % 2 == 1);
+  return family_of(spec, r) == CaseFamily::clip;
 }
 
 Case build_restricted_case(const CaseSpec& spec, const Restriction& r) {
-  Case c = builds_clip(spec, r) ? build_clip_case(spec) : build_case(spec);
+  Case c;
+  switch (family_of(spec, r)) {
+    case CaseFamily::infonce:
+      c = build_case(spec);
+      break;
+    case CaseFamily::clip:
+      c = build_clip_case(spec);
+      break;
+    case CaseFamily::ntxent:
+      c = build_ntxent_case(spec);
+      break;
+  }
   restrict_case(c, r);
   return c;
 }
@@ -136,9 +157,19 @@ std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLi
     axes.push_back("shapes: the same on every rank (equal groups and documents per query)");
   }
   if (!r.per_rank_rng) axes.push_back("rng.mode: synced only");
-  if (r.clip) {
-    axes.push_back(r.infonce ? "family: infonce and clip (a case with an odd data seed: CLIP)"
-                             : "family: clip only");
+  if (r.clip || r.ntxent) {
+    std::string families;
+    for (const auto& [allowed, name] : {std::pair{r.infonce, "infonce"}, std::pair{r.clip, "clip"},
+                                        std::pair{r.ntxent, "ntxent"}}) {
+      if (allowed) families += std::string(families.empty() ? "" : " and ") + name;
+    }
+    if (r.infonce && r.clip && !r.ntxent) {
+      axes.push_back("family: infonce and clip (a case with an odd data seed: CLIP)");
+    } else {
+      axes.push_back("family: " + families +
+                     (r.infonce + r.clip + r.ntxent == 1 ? std::string(" only")
+                                                         : std::string(" (by data seed)")));
+    }
   }
   if (r.clip && !r.logit_bias) axes.push_back("clip.logit_bias: unset only");
   return axes;

@@ -33,7 +33,7 @@ struct Restriction {
   std::int32_t max_replicas = kNoLimit;
   bool compensate_false = true;  // cases without the fix (compensate: false) may be generated
   bool partial_window = true;    // cases with accumulation.window < steps may be generated
-  std::int32_t min_dim = 1;  // F and D at least (a trainer may squeeze a dimension of 1 away)
+  std::int32_t min_dim = 1;      // F and D at least (a trainer may squeeze a dimension of 1 away)
   // The padding the cases ask for (the harness's own step: fixed).
   loss::Padding padding = loss::Padding::fixed;
   // Cases whose DP shards hold different numbers of groups in a micro-step,
@@ -50,6 +50,7 @@ struct Restriction {
   // where `logit_bias` allows it.
   bool infonce = true;
   bool clip = false;
+  bool ntxent = false;  // SPEC section 14; with several families, the data seed picks one
   bool logit_bias = true;
 
   bool operator==(const Restriction&) const = default;
@@ -63,6 +64,11 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& restriction);
 // `c` as the restriction asks (the padding mode).
 void restrict_case(Case& c, const Restriction& restriction);
 
+// The family `spec` stands for under the restriction: of the allowed ones
+// (InfoNCE, CLIP, NT-Xent, in that order), the one at data_seed mod their
+// count (InfoNCE and CLIP: CLIP when the seed is odd).
+enum class CaseFamily { infonce, clip, ntxent };
+CaseFamily family_of(const CaseSpec& spec, const Restriction& restriction);
 // Whether `spec` stands for a CLIP case under the restriction.
 bool builds_clip(const CaseSpec& spec, const Restriction& restriction);
 // The case `spec` stands for under the restriction: its family, and

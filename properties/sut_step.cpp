@@ -124,10 +124,13 @@ Restriction restriction_of(const sut::Supports& s) {
   // check --strategies. A CLIP-only SUT gets CLIP cases.
   r.infonce = s.infonce_family;
   r.clip = s.clip_family && s.declares("family") && !s.infonce_family;
+  // The same for NT-Xent: an NT-Xent SUT that runs no InfoNCE gets NT-Xent cases
+  // at the trainer's own point (correct for the encoder with the fix).
+  r.ntxent = s.ntxent_family && s.declares("family") && !s.infonce_family;
   r.logit_bias = s.logit_bias;
-  if (!r.infonce && !r.clip) {
+  if (!r.infonce && !r.clip && !r.ntxent) {
     throw InputError(
-        "--sut: handshake.supports.families: clip only, but \"family\" is not among its "
+        "--sut: handshake.supports.families: no InfoNCE, but \"family\" is not among its "
         "extension_keys");
   }
   return r;

@@ -15,6 +15,7 @@
 #include "loss/padding.hpp"
 #include "sim/ddp.hpp"
 #include "step/clip_rank_program.hpp"
+#include "step/ntxent_rank_program.hpp"
 #include "step/flat_gradient.hpp"
 #include "step/gather.hpp"
 #include "step/row_bounds.hpp"
@@ -261,6 +262,7 @@ template <class Scalar>
 RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, const StepVariant& v,
                                     SharedLosses<Scalar>* shared) {
   if (c.clip) return run_clip_rank_program<Scalar>(comm, c, v);
+  if (c.ntxent) return run_ntxent_rank_program<Scalar>(comm, c, v);
   const std::int32_t world_rank = comm.world_rank();
   INFONCE_ASSERT(comm.world_size() == c.mesh.world);
   const std::int32_t dp_rank = c.mesh.dp_rank(world_rank);

@@ -161,12 +161,16 @@ Supports read_supports(const Json& value, const std::string& path) {
     }
   }
   if (auto v = given("families")) {
-    enum class Family { infonce, clip };
+    enum class Family { infonce, clip, ntxent };
     const std::vector<Family> families = read_choices<Family>(
-        *v, p("families"), {{"infonce", Family::infonce}, {"clip", Family::clip}});
-    s.infonce_family =
-        std::find(families.begin(), families.end(), Family::infonce) != families.end();
-    s.clip_family = std::find(families.begin(), families.end(), Family::clip) != families.end();
+        *v, p("families"),
+        {{"infonce", Family::infonce}, {"clip", Family::clip}, {"ntxent", Family::ntxent}});
+    const auto runs = [&families](Family f) {
+      return std::find(families.begin(), families.end(), f) != families.end();
+    };
+    s.infonce_family = runs(Family::infonce);
+    s.clip_family = runs(Family::clip);
+    s.ntxent_family = runs(Family::ntxent);
   }
   if (auto v = given("logit_bias")) s.logit_bias = read_bool(*v, p("logit_bias"));
   if (auto v = given("unequal_batches")) s.unequal_batches = read_bool(*v, p("unequal_batches"));
@@ -282,6 +286,14 @@ StepResult read_result(const Json& response, const Case& c) {
 }  // namespace
 
 bool has_unequal_batches(const Case& c) {
+  if (c.ntxent) {
+    for (const auto& shards : c.ntxent->batches) {
+      for (const NtXentShardBatch& shard : shards) {
+        if (shard.first.rows() != shards.front().first.rows()) return true;
+      }
+    }
+    return false;
+  }
   if (c.clip) {
     for (const auto& shards : c.clip->batches) {
       for (const ClipShardBatch& shard : shards) {
@@ -299,7 +311,7 @@ bool has_unequal_batches(const Case& c) {
 }
 
 bool has_unequal_documents(const Case& c) {
-  if (c.clip) return false;
+  if (c.clip || c.ntxent) return false;
   std::optional<std::int32_t> first;
   for (const auto& shards : c.batches) {
     for (const loss::ShardBatch& shard : shards) {
@@ -313,7 +325,7 @@ bool has_unequal_documents(const Case& c) {
 }
 
 bool has_unequal_shapes(const Case& c) {
-  if (c.clip) return has_unequal_batches(c);
+  if (c.clip || c.ntxent) return has_unequal_batches(c);
   for (const auto& shards : c.batches) {
     for (const loss::ShardBatch& shard : shards) {
       if (shard.features.rows() != shards.front().features.rows()) return true;
@@ -362,7 +374,8 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& s) {
   }
   if (!c.compensate && !s.compensate_false) return std::string("compensate false");
   if (c.clip && !(s.clip_family && s.declares("family"))) return std::string("family clip");
-  if (!c.clip && !s.infonce_family) return std::string("family infonce");
+  if (c.ntxent && !(s.ntxent_family && s.declares("family"))) return std::string("family ntxent");
+  if (!c.clip && !c.ntxent && !s.infonce_family) return std::string("family infonce");
   if (c.clip && c.clip->logit_bias && !s.logit_bias) return std::string("logit_bias");
   if (!s.unequal_batches && has_unequal_batches(c)) return std::string("unequal batches");
   if (!s.unequal_documents && has_unequal_documents(c)) return std::string("unequal documents");
