@@ -48,9 +48,19 @@ reproduces local_pair
 judge 1 scaled_at_correct autograd/local/scale-P/mean "$correct"
 grep -qF "shrunk in" scaled_at_correct.out || fail "scaled_at_correct: no shrunk case: $(tail -c 1500 scaled_at_correct.out)"
 
+# The gather's group (issue 29, finding 8): a tevatron-like trainer gathers over the world
+# (torch's default group, the own slot at the world rank) and scales its loss by W. With
+# replicas its gradient is correct and its loss is the reference's plus log R: it passes
+# at its own point and fails at its dp twin (the point `strategies` used to give it).
+tevatron=detached-own-live/global/scale-W/mean/world
+judge 0 tevatron_same "$tevatron" "$tevatron"
+judge 1 tevatron_at_dp "$tevatron" detached-own-live/global/scale-W/mean
+reproduces tevatron_at_dp
+judge 1 dp_at_tevatron detached-own-live/global/scale-W/mean "$tevatron"
+
 # classify names the point the adapter runs (each of these is alone in its class on the
 # designed cases: no other point is predicted alike on every shape).
-for point in autograd/local/scale-P/mean detached/global/scale-W/sum; do
+for point in autograd/local/scale-P/mean detached/global/scale-W/sum "$tevatron"; do
   name=classify_${point//\//_}
   timeout 600 "$sim" classify --sut "$(sut "$point")" >"$name.out" 2>"$name.err"
   got=$?
@@ -63,4 +73,4 @@ if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)"
   exit 1
 fi
-echo "the conformance adapter at its own point passes; at three other points it fails and reproduces"
+echo "the conformance adapter at its own point passes (a world-group point too); at other points it fails and reproduces"
