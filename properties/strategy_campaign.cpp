@@ -380,7 +380,7 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   return out;
 }
 
-constexpr std::int32_t kMaxWorldForWorldDraws = 16;
+constexpr std::int32_t kMaxWorldForWorldDraws = 8;
 
 // The draw of case (seed, index) with its generated spec: the group decided
 // by the generated mesh, kept through shrinking (a shrunk mesh without
@@ -390,7 +390,7 @@ StrategyDraw strategy_draw_for(std::uint64_t seed, std::int64_t index,
                                const StrategyCampaignOptions* options, const CaseSpec& spec) {
   StrategyDraw out = strategy_draw(seed, index, only, options);
   // A world gather hands every rank W slots (W^2 rows over the ranks): kept
-  // to W <= 16, where 2 to 16 replicas already show every world outcome.
+  // to W <= 8, where 2 to 8 replicas already show every world outcome.
   if (out.world_if_replicas && spec.world > spec.dp && spec.world <= kMaxWorldForWorldDraws) {
     out.strategy.group = step::GatherGroup::world;
   }

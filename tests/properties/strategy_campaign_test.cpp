@@ -16,9 +16,9 @@
 namespace infonce::properties {
 namespace {
 
-// A world cell's share: half its dp twin's cases with replicas and W <= 16 (14 to 30
-// per family at seed 1).
-constexpr std::int64_t kWorldCellMinimum = 10;
+// A world cell's share: half its dp twin's cases with replicas and W <= 8 (8 or
+// more per family at seed 1).
+constexpr std::int64_t kWorldCellMinimum = 5;
 
 TEST(StrategyCampaign, EveryCellOfThirtySixBehavesAsPredictedInBothFamilies) {
   StrategyCampaignOptions options;
