@@ -14,9 +14,9 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 sut() { echo "PYTHONPATH=$python_dir $torch_python -m infonce_sim.worker --adapter conformance --option strategy=$1"; }
-judge() {  # judge CODE NAME RUNS JUDGED_AT: a short strategy campaign, its exit code
-  local code=$1 name=$2 runs=$3 at=$4
-  timeout 600 "$sim" check --strategies "$at" --cases 40 --limits typical --seed 1 \
+judge() {  # judge CODE NAME RUNS JUDGED_AT [SEED]: a short strategy campaign, its exit code
+  local code=$1 name=$2 runs=$3 at=$4 seed=${5:-1}
+  timeout 600 "$sim" check --strategies "$at" --cases 40 --limits typical --seed "$seed" \
     --sut "$(sut "$runs")" --corpus-dir "$work/$name" --report "$work/$name.json" \
     >"$name.out" 2>"$name.err"
   local got=$?
@@ -57,6 +57,10 @@ judge 0 tevatron_same "$tevatron" "$tevatron"
 judge 1 tevatron_at_dp "$tevatron" detached-own-live/global/scale-W/mean
 reproduces tevatron_at_dp
 judge 1 dp_at_tevatron detached-own-live/global/scale-W/mean "$tevatron"
+# Other gathers over the world: the adapter's torch world gather is the rank program's
+# (seed 2 has a padded case with replicas: each copy padded by its own draws).
+judge 0 world_autograd autograd/global/scale-W/sum/world autograd/global/scale-W/sum/world 2
+judge 0 world_detached_local detached/local/scale-1/sum/world detached/local/scale-1/sum/world 2
 
 # classify names the point the adapter runs (each of these is alone in its class on the
 # designed cases: no other point is predicted alike on every shape).
