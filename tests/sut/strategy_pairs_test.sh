@@ -73,6 +73,16 @@ for point in autograd/local/scale-P/mean detached/global/scale-W/sum "$tevatron"
   grep -qF "matches 1 point:" "$name.out" || fail "$name: more than one point matches: $(cat "$name.out")"
 done
 
+# Without replicas (max_replicas=1, as open_clip's adapter declares) nothing tells a point
+# from its world twin: classify names both, as equivalent on every case tried.
+point=detached-own-live/global/scale-1/mean
+timeout 600 "$sim" classify --sut "$(sut "$point") --option max_replicas=1" >no_replicas.out 2>&1
+got=$?
+[ "$got" = 0 ] || fail "no_replicas: exit $got, expected 0: $(tail -c 2000 no_replicas.out)"
+grep -qF "matches 2 points (equivalent on every case tried):" no_replicas.out &&
+  grep -qxF "  $point" no_replicas.out && grep -qxF "  $point/world" no_replicas.out ||
+  fail "no_replicas: not the point and its world twin alone: $(cat no_replicas.out)"
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)"
   exit 1
