@@ -713,9 +713,11 @@ void read_found(const Json& value, Case& c) {
 }
 
 // The extension key "strategy": gather, scope and scale; reduction optional
-// (the case's `reduction`, which it must equal when given).
+// (the case's `reduction`, which it must equal when given); group optional
+// ("dp" when absent).
 void read_strategy(const Json& value, Case& c) {
-  const ObjectReader strategy(value, "strategy", {"gather", "scope", "scale", "reduction"});
+  const ObjectReader strategy(value, "strategy",
+                              {"gather", "scope", "scale", "reduction", "group"});
   Strategy result;
   result.gather =
       read_choice(strategy.required("gather"), strategy.path("gather"), kGatherKindNames);
@@ -726,6 +728,9 @@ void read_strategy(const Json& value, Case& c) {
   if (const Json* reduction = strategy.optional("reduction");
       reduction != nullptr && !reduction->is_null()) {
     result.reduction = read_choice(*reduction, strategy.path("reduction"), kReductionNames);
+  }
+  if (const Json* group = strategy.optional("group"); group != nullptr && !group->is_null()) {
+    result.group = read_choice(*group, strategy.path("group"), kGatherGroupNames);
   }
   c.strategy = result;
 }
@@ -860,6 +865,10 @@ OrderedJson case_json(const Case& c) {
                        {"scope", choice_name(c.strategy->scope, kLossScopeNames)},
                        {"scale", choice_name(c.strategy->scale, kBackwardScaleNames)},
                        {"reduction", choice_name(c.strategy->reduction, kReductionNames)}};
+    // Written only for a world gather: a dp point's file stays as it was.
+    if (c.strategy->group == GatherGroup::world) {
+      out["strategy"]["group"] = choice_name(c.strategy->group, kGatherGroupNames);
+    }
   }
   if (c.learnable_temperature) out["learnable_temperature"] = true;
   if (c.padding_draws) out["padding_draws"] = *c.padding_draws;

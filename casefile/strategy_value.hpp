@@ -30,18 +30,26 @@ enum class LossScope {
 // The factor s on the rank's backward signal (the reported loss is unscaled).
 enum class BackwardScale { none, dp_shards, world_size };
 
+// The process group the gather runs over (SPEC section 13).
+enum class GatherGroup {
+  dp,     // the rank's DP group: one member per distinct shard
+  world,  // all W ranks: with R replicas, every shard R times in the gathered batch
+};
+
 struct Strategy {
   GatherKind gather = GatherKind::detached_own_live;
   LossScope scope = LossScope::global;
   BackwardScale scale = BackwardScale::dp_shards;
   Reduction reduction = Reduction::mean;  // DDP: mean over W ranks; Megatron per-token: sum over P
+  GatherGroup group = GatherGroup::dp;
 
   friend bool operator==(const Strategy&, const Strategy&) = default;
 };
 
 // The names of the values, as the case file's key "strategy" writes them
 // (step::name_of joins the same names into a point's name, except the scale's,
-// which it writes "scale-1", "scale-P", "scale-W"). Case files and the CLI's
+// which it writes "scale-1", "scale-P", "scale-W", and the group's: a world
+// point's name ends in "/world", a dp point's has no suffix). Case files and the CLI's
 // output depend on them: byte for byte. A table's order is the order the case
 // file's error message lists the choices in.
 template <class Enum>
@@ -63,6 +71,10 @@ inline constexpr std::array<EnumName<BackwardScale>, 3> kBackwardScaleNames{{
     {BackwardScale::none, "none"},
     {BackwardScale::dp_shards, "P"},
     {BackwardScale::world_size, "W"},
+}};
+inline constexpr std::array<EnumName<GatherGroup>, 2> kGatherGroupNames{{
+    {GatherGroup::dp, "dp"},
+    {GatherGroup::world, "world"},
 }};
 inline constexpr std::array<EnumName<Reduction>, 2> kReductionNames{{
     {Reduction::mean, "mean"},

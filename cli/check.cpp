@@ -86,8 +86,10 @@ po::options_description check_options(RawOptions& raw) {
       "ci: seed 1, 10000 cases, no clock; explore: seed from the commit, 10m, self-check")(
       "mutant", po::value<std::string>()->value_name("NAME"), "check a known-wrong variant")(
       "strategies", po::value<std::string>()->value_name("all|POINT"),
-      "the strategy campaign instead: each case at a strategy point (all: drawn from the 36; "
-      "or one, e.g. autograd/local/scale-P/mean), its gradient against the prediction")(
+      "the strategy campaign instead: each case at a strategy point (all: drawn from the 36 dp "
+      "points, a case with replicas at the point's /world twin every other time; or one, e.g. "
+      "autograd/local/scale-P/mean or detached-own-live/global/scale-W/mean/world), its gradient "
+      "against the prediction")(
       "family", po::value<std::string>()->value_name("both|infonce|clip"),
       "with --strategies: the loss families drawn (default both: every other case CLIP)")(
       "case-index", po::value<std::string>()->value_name("I"),
@@ -413,7 +415,7 @@ int run_check_on_fibers(const CommandContext& context);
 
 // One family's rows of the strategy campaign's table (points with cases only).
 void print_strategy_cells(std::ostream& out, const char* family,
-                          const std::array<properties::StrategyCell, 36>& cells) {
+                          const std::array<properties::StrategyCell, step::kPointCount>& cells) {
   std::int64_t cases = 0;
   for (const properties::StrategyCell& cell : cells) cases += cell.cases;
   if (cases == 0) return;

@@ -8,6 +8,7 @@
 // W) in each loss family, InfoNCE and CLIP, which --cases-dir writes as a case
 // file for `replay`.
 #include <unistd.h>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
@@ -138,7 +139,19 @@ std::optional<properties::StrategyWitness> find_witness(const Strategy& strategy
   return properties::find_strategy_witness(options);
 }
 
-Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::path>& dir) {
+// The points the command shows: the dp ones (the default, as before the
+// group axis), the world ones, or both (all_strategies() order).
+std::vector<Strategy> shown_points(std::string_view groups) {
+  std::vector<Strategy> out;
+  for (const Strategy& strategy : step::all_strategies()) {
+    const bool world = strategy.group == step::GatherGroup::world;
+    if (groups == "both" || (groups == "world") == world) out.push_back(strategy);
+  }
+  return out;
+}
+
+Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::path>& dir,
+                         const std::vector<Strategy>& points) {
   Witnesses w;
   w.dir = dir;
   if (dir) fs::create_directories(*dir);  // checked writable by parse_options
@@ -146,6 +159,10 @@ Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::p
     for (const FamilyChoice family : kFamilies) {
       Witnesses::PerPoint& found = w.of(group, family);
       for (const Strategy& strategy : step::all_strategies()) {
+        if (std::find(points.begin(), points.end(), strategy) == points.end()) {
+          found.emplace_back();  // not shown
+          continue;
+        }
         found.push_back(find_witness(strategy, family, group, shape));
         if (dir && found.back()) {
           write_case_file(found.back()->shrunk_case,
@@ -217,6 +234,7 @@ std::string_view verdict_key(step::Verdict verdict) {
 
 struct Options {
   step::StepShape shape;
+  std::vector<Strategy> points;  // --group's
   std::optional<fs::path> json;
   std::optional<fs::path> svg;
   std::optional<fs::path> cases_dir;
@@ -255,6 +273,12 @@ Options parse_options(const po::variables_map& values) {
     throw UsageError(std::string(kCommand) + ": --world " + std::to_string(options.shape.world) +
                      " is not a multiple of --dp " + std::to_string(options.shape.dp));
   }
+  const std::string groups = values.count("group") ? text("group") : "dp";
+  if (groups != "dp" && groups != "world" && groups != "both") {
+    throw UsageError(std::string(kCommand) + ": --group must be dp, world or both, not '" +
+                     groups.substr(0, 60) + "'");
+  }
+  options.points = shown_points(groups);
   if (values.count("json")) options.json = output_path("--json", text("json"));
   if (values.count("svg")) options.svg = output_path("--svg", text("svg"));
   if (values.count("cases-dir")) {
@@ -266,7 +290,8 @@ Options parse_options(const po::variables_map& values) {
 
 // ---- human ----------------------------------------------------------------
 
-void print_matrix(std::ostream& out, const step::StepShape& shape) {
+void print_matrix(std::ostream& out, const step::StepShape& shape,
+                  const std::vector<Strategy>& points) {
   out << "strategy matrix: P = " << shape.dp << " data-parallel shards, W = " << shape.world
       << " ranks, equal per-shard batches (step::predict, docs/strategies.md)\n"
       << "[equal batches]: the verdict holds only when every shard has the same number of "
@@ -275,7 +300,7 @@ void print_matrix(std::ostream& out, const step::StepShape& shape) {
   std::snprintf(line, sizeof line, "%-40s %-34s %s\n", "strategy point", "encoders",
                 "direct parameters");
   out << line;
-  for (const Strategy& strategy : step::all_strategies()) {
+  for (const Strategy& strategy : points) {
     const std::string encoders = describe(step::predict(strategy, kGroups[0], shape));
     const std::string direct = describe(step::predict(strategy, kGroups[1], shape));
     std::snprintf(line, sizeof line, "%-40s %-34s %s\n", name_of(strategy).c_str(),
@@ -284,13 +309,14 @@ void print_matrix(std::ostream& out, const step::StepShape& shape) {
   }
 }
 
-void print_reproduce(std::ostream& out, const step::StepShape& shape, const Witnesses& witnesses) {
+void print_reproduce(std::ostream& out, const step::StepShape& shape, const Witnesses& witnesses,
+                     const std::vector<Strategy>& points) {
   out << "\nreproduce:\n"
       << "  every cell's prediction, by brute force: " << kPredictionCheck << '\n'
       << "  both groups, through the rank program at each point (the strategy campaign draws "
          "its own P, W and both loss families; each wrong cell's first visibly wrong case per "
          "family, shrunk):\n";
-  for (const Strategy& strategy : step::all_strategies()) {
+  for (const Strategy& strategy : points) {
     out << "    " << name_of(strategy) << ": " << check_command(strategy) << '\n';
     for (const ParameterGroup group : kGroups) {
       const Cell cell = cell_of(strategy, group, shape, witnesses);
@@ -371,27 +397,30 @@ OutputJson cell_json(const Cell& cell) {
   return out;
 }
 
-OutputJson matrix_document(const step::StepShape& shape, const Witnesses& witnesses) {
+OutputJson matrix_document(const step::StepShape& shape, const Witnesses& witnesses,
+                           const std::vector<Strategy>& points) {
   OutputJson doc;
   doc["command"] = "strategies";
   doc["dp"] = shape.dp;
   doc["world"] = shape.world;
   doc["prediction_check"] = kPredictionCheck;
-  OutputJson points = OutputJson::array();
-  for (const Strategy& strategy : step::all_strategies()) {
+  OutputJson rows = OutputJson::array();
+  for (const Strategy& strategy : points) {
     OutputJson point;
     point["strategy"] = name_of(strategy);
     point["gather"] = name_of(strategy.gather);
     point["scope"] = name_of(strategy.scope);
     point["scale"] = name_of(strategy.scale);
     point["reduction"] = name_of(strategy.reduction);
+    // Only a world point has the key: a dp matrix's bytes stay as they were.
+    if (strategy.group == step::GatherGroup::world) point["group"] = name_of(strategy.group);
     for (const ParameterGroup group : kGroups) {
       point["cells"][std::string(name_of(group))] =
           cell_json(cell_of(strategy, group, shape, witnesses));
     }
-    points.push_back(point);
+    rows.push_back(point);
   }
-  doc["matrix"] = points;
+  doc["matrix"] = rows;
   OutputJson field = OutputJson::array();
   for (const step::FieldConfiguration& c : step::field_configurations()) {
     OutputJson row;
@@ -472,7 +501,8 @@ void draw_legend(properties::SvgCanvas& svg, double y) {
            11);
 }
 
-std::string matrix_svg(const step::StepShape& shape, const Witnesses& witnesses) {
+std::string matrix_svg(const step::StepShape& shape, const Witnesses& witnesses,
+                       const std::vector<Strategy>& points) {
   properties::SvgCanvas svg(kSvgWidth, kFont);
   svg.text(kMargin, 28, "Gather strategies: predicted step gradient / full-batch gradient", 16,
            R"(font-weight="bold")");
@@ -487,7 +517,7 @@ std::string matrix_svg(const step::StepShape& shape, const Witnesses& witnesses)
   svg.text(x_cells + 8, kTop - 6, "encoders", 12, R"(font-weight="bold")");
   svg.text(x_cells + kCellWidth + 8, kTop - 6, "direct parameters", 12, R"(font-weight="bold")");
   double y = kTop;
-  for (const Strategy& strategy : step::all_strategies()) {
+  for (const Strategy& strategy : points) {
     svg.text(kMargin, y + 15, name_of(strategy), 12,
              R"(font-family="DejaVu Sans Mono, Menlo, Consolas, monospace")");
     double x = x_cells;
@@ -514,24 +544,30 @@ int run_strategies(const CommandContext& context) {
       "json", po::value<std::string>()->value_name("FILE"), "also write the matrix as JSON")(
       "svg", po::value<std::string>()->value_name("FILE"), "also write the matrix as an SVG")(
       "cases-dir", po::value<std::string>()->value_name("DIR"),
-      "write each wrong point's shrunk case to DIR (for infonce-sim replay)");
+      "write each wrong point's shrunk case to DIR (for infonce-sim replay)")(
+      "group", po::value<std::string>()->value_name("dp|world|both"),
+      "the gather's group of the points shown: dp (default), world (every rank, each shard R "
+      "times; names end in /world) or both");
   const auto values = parse_command_options(context, description);
   if (!values) return kExitOk;
   const Options options = parse_options(*values);
-  const Witnesses witnesses = find_witnesses(options.shape, options.cases_dir);
-  print_matrix(context.out, options.shape);
-  print_reproduce(context.out, options.shape, witnesses);
+  const Witnesses witnesses = find_witnesses(options.shape, options.cases_dir, options.points);
+  print_matrix(context.out, options.shape, options.points);
+  print_reproduce(context.out, options.shape, witnesses, options.points);
   print_field(context.out, options.shape);
   if (options.json) {
-    write_text_file_atomically(*options.json,
-                               matrix_document(options.shape, witnesses).dump(2) + "\n");
+    write_text_file_atomically(
+        *options.json, matrix_document(options.shape, witnesses, options.points).dump(2) + "\n");
   }
-  if (options.svg) write_text_file_atomically(*options.svg, matrix_svg(options.shape, witnesses));
+  if (options.svg) {
+    write_text_file_atomically(*options.svg, matrix_svg(options.shape, witnesses, options.points));
+  }
   return kExitOk;
 }
 
 const RegisterCommand kStrategies{
-    {"strategies", "[--dp P] [--world W] [--json FILE] [--svg FILE] [--cases-dir DIR]",
+    {"strategies",
+     "[--dp P] [--world W] [--group dp|world|both] [--json FILE] [--svg FILE] [--cases-dir DIR]",
      "the strategy matrix (strategy point x parameter group) and real projects' configurations",
      run_strategies}};
 

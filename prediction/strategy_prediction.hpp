@@ -25,6 +25,10 @@ struct StepShape {
   std::int32_t world = 1;     // W, a multiple of P
   bool equal_batches = true;  // every DP shard has the same number of queries (per micro-step)
   bool use_batch = true;      // false: no gather, each rank its own loss
+  // Some row of the loss meets rows of its own side (InfoNCE's qq or dd
+  // block) or groups are padded with random rows: under a world gather a row
+  // then meets its own replica copy, or the copies are padded differently.
+  bool copies_interact = false;
 };
 
 enum class Parameters { encoders, direct };
@@ -32,7 +36,8 @@ enum class Parameters { encoders, direct };
 enum class Outcome {
   exact_multiple,  // the step's gradient is `numerator / denominator` x the reference's
   dropped_terms,   // a local loss over a detached gather loses cross-rank terms: no multiple
-  unequal_batches  // a local loss weights queries by 1/n_d, the reference by 1/N: no multiple
+  unequal_batches,  // a local loss weights queries by 1/n_d, the reference by 1/N: no multiple
+  replica_copies    // a world gather's copies of a shard are not a pure repetition: no multiple
 };
 
 struct Expected {

@@ -45,7 +45,7 @@ struct Classification {
   std::vector<std::string> ran;       // the designed cases the step ran
   std::vector<std::string> declined;  // "case: reason"
   std::vector<std::string> failed;    // "case: the step's failure"
-  std::array<PointClassification, 36> points;  // all_strategies() order
+  std::array<PointClassification, step::kPointCount> points;  // all_strategies() order
   std::vector<step::Strategy> matching() const;
 };
 

@@ -138,7 +138,8 @@ step::Prediction predicted(const step::Strategy& strategy, step::ParameterGroup 
       {.dp = shape.dp,
        .world = shape.world,
        .equal_batches = shape.equal_batches,
-       .use_batch = shape.use_batch});
+       .use_batch = shape.use_batch,
+       .copies_interact = shape.copies_interact});
   step::Prediction out;
   out.depends_on_equal_batches = expected.needs_equal_batches;
   if (expected.outcome == Outcome::exact_multiple) {
@@ -148,9 +149,27 @@ step::Prediction predicted(const step::Strategy& strategy, step::ParameterGroup 
   }
   out.verdict = step::Verdict::no_single_ratio;
   out.ratio = 0;
-  out.cause = expected.outcome == Outcome::dropped_terms ? step::NoRatioCause::dropped_terms
-                                                         : step::NoRatioCause::unequal_batches;
+  switch (expected.outcome) {
+    case Outcome::dropped_terms:
+      out.cause = step::NoRatioCause::dropped_terms;
+      break;
+    case Outcome::unequal_batches:
+      out.cause = step::NoRatioCause::unequal_batches;
+      break;
+    default:
+      out.cause = step::NoRatioCause::replica_copies;
+      break;
+  }
   return out;
+}
+
+// How many times the step's sums repeat the reference's terms: R under a
+// world gather (every row R times in the gathered batch), else 1. Rounding
+// grows with the terms summed (float32 over 32 copies shows it).
+double replica_terms(const Case& c) {
+  const bool world_gather = c.strategy && c.strategy->group == step::GatherGroup::world &&
+                            (c.clip || c.loss.use_batch);
+  return world_gather ? static_cast<double>(c.mesh.replicas()) : 1.0;
 }
 
 // The direct parameters' cancelled-term sizes (as judge_direct allows them).
@@ -191,7 +210,8 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
     const double allowance = 16.0 * unit_roundoff(c.scalar) * cancelled[i];
     const double error = std::abs(value - ratio * ref);
     const bool ok = std::isfinite(error) &&
-                    error <= t.atol + std::max(std::abs(ratio), 1.0) * (t.rtol * scale + allowance);
+                    error <= t.atol + std::max(std::abs(ratio), 1.0) * replica_terms(c) *
+                                          (t.rtol * scale + allowance);
     if (ok) continue;
     result.direct = DirectObservation::mismatch;
     result.detail = "direct (" + names[i] + "): predicted " +
@@ -284,7 +304,7 @@ std::optional<step::Strategy> parse_strategy_choice(const std::string& text) {
   }
   throw InputError(
       "--strategies must be 'all' or a point such as "
-      "'autograd/local/scale-P/mean' (gather/scope/scale/reduction), not '" +
+      "'autograd/local/scale-P/mean' (gather/scope/scale/reduction[/world]), not '" +
       text.substr(0, 60) + "'");
 }
 
@@ -302,11 +322,17 @@ step::StepShape step_shape(const Case& c) {
     }
     return shape;
   }
+  shape.copies_interact = c.loss.use_batch && (c.loss.include_qq || c.loss.include_dd);
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     const auto& shards = c.batches[static_cast<std::size_t>(m)];
     for (const loss::ShardBatch& shard : shards) {
       shape.equal_batches = shape.equal_batches &&
                             shard.negative_counts.size() == shards.front().negative_counts.size();
+      // A padded group: each replica copy draws its own padding rows.
+      for (const std::int32_t k : shard.negative_counts) {
+        shape.copies_interact = shape.copies_interact ||
+                                (c.loss.hard_negatives && k < *c.loss.hard_negatives);
+      }
     }
   }
   return shape;
@@ -318,6 +344,9 @@ namespace {
 // sizes are made equal: a function of (seed, index) only.
 struct StrategyDraw {
   step::Strategy strategy;
+  // Drawn over "all": run at the point's world-group twin when the case has
+  // replicas (a world gather equals the dp one without: no case is spent on it).
+  bool world_if_replicas = false;
   bool equal_shards = false;
   bool learnable_temperature = false;
   bool clip = false;
@@ -332,8 +361,10 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   if (only) {
     out.strategy = *only;
   } else {
-    const auto all = step::all_strategies();
-    out.strategy = all[draw % all.size()];
+    // The dp points as drawn before the group axis: their cases stay as they were.
+    const auto dp = step::dp_strategies();
+    out.strategy = dp[draw % dp.size()];
+    out.world_if_replicas = (draw / 512) % 2 == 1;
   }
   // A local loss's verdicts hold with equal batches only, which the
   // generator rarely makes: every other local case gets every DP shard the
@@ -345,6 +376,23 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   if (options != nullptr) {
     out.equal_shards = out.equal_shards || options->equal_batches_only;
     out.learnable_temperature = out.learnable_temperature && options->learnable_temperature;
+  }
+  return out;
+}
+
+constexpr std::int32_t kMaxWorldForWorldDraws = 8;
+
+// The draw of case (seed, index) with its generated spec: the group decided
+// by the generated mesh, kept through shrinking (a shrunk mesh without
+// replicas stays at the world point, where it equals the dp one).
+StrategyDraw strategy_draw_for(std::uint64_t seed, std::int64_t index,
+                               const std::optional<step::Strategy>& only,
+                               const StrategyCampaignOptions* options, const CaseSpec& spec) {
+  StrategyDraw out = strategy_draw(seed, index, only, options);
+  // A world gather hands every rank W slots (W^2 rows over the ranks): kept
+  // to W <= 8, where 2 to 8 replicas already show every world outcome.
+  if (out.world_if_replicas && spec.world > spec.dp && spec.world <= kMaxWorldForWorldDraws) {
+    out.strategy.group = step::GatherGroup::world;
   }
   return out;
 }
@@ -368,6 +416,13 @@ Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
   c.compensate = true;  // the strategy's scale decides; the key requires it
   c.strategy = draw.strategy;
   c.learnable_temperature = draw.learnable_temperature && !draw.clip;
+  // Recorded padding draws are sized for the DP gather's groups (a world
+  // gather pads each of the R copies), and per-rank streams would pad the
+  // replicas apart: a world point's case draws from one synced generator.
+  if (draw.strategy.group == step::GatherGroup::world) {
+    c.padding_draws.reset();
+    c.rng_mode = RngMode::synced;
+  }
   validate_case(c);
   return c;
 }
@@ -378,7 +433,7 @@ Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits
                    const std::optional<step::Strategy>& only, CaseSpec* spec_out,
                    const StrategyCampaignOptions* draws) {
   CaseSpec spec = generate_spec(seed, index, limits);
-  Case c = strategy_case_of(spec, strategy_draw(seed, index, only, draws));
+  Case c = strategy_case_of(spec, strategy_draw_for(seed, index, only, draws, spec));
   if (spec_out != nullptr) *spec_out = spec;
   return c;
 }
@@ -442,6 +497,7 @@ void judge_prediction(const Case& c, const step::DistributedResult& distributed,
     const double error = max_abs(grad - ratio * reference.grad);
     const bool ok =
         std::isfinite(error) && error <= t.atol + std::max(std::abs(ratio), 1.0) *
+                                                      replica_terms(c) *
                                                       (t.rtol * scale + cancellation_allowance);
     return std::pair{ok, error};
   };
@@ -481,6 +537,29 @@ void judge_prediction(const Case& c, const step::DistributedResult& distributed,
     }
   }
   result.trivially_parallel = norm2 == 0 || grad.size() == 1 || empty_shard;
+}
+
+// Two ranks' reduced gradients: bit for bit; but a world gather's replicas
+// take their rows' gradient from different slots of the gathered batch, so
+// under a sum over each DP group (R groups, no all-reduce between them) they
+// agree up to rounding only: within the tolerance, on the larger scale.
+bool replicas_agree(const Case& c, const std::vector<double>& grad,
+                    const std::vector<double>& first, const step::ReferenceValues& reference) {
+  if (grad == first) return true;
+  const bool rounding_apart = c.strategy->group == step::GatherGroup::world &&
+                              c.mesh.world > c.mesh.dp && c.reduction == Reduction::sum;
+  if (!rounding_apart || grad.size() != first.size()) return false;
+  const PointAllowance a = point_allowance(c, reference);
+  double scale = a.encoder_scale;
+  for (const double value : first) scale = std::max(scale, std::abs(value));
+  for (const double value : a.direct_scale) scale = std::max(scale, value);
+  double cancellation = a.encoder_cancellation;
+  for (const double value : a.direct_cancellation) cancellation = std::max(cancellation, value);
+  const double bound = a.tolerance.atol + 16.0 * (a.tolerance.rtol * scale + cancellation);
+  for (std::size_t i = 0; i < grad.size(); ++i) {
+    if (!(std::abs(grad[i] - first[i]) <= bound)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -541,8 +620,11 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner, 
     result.detail = std::string("the step threw: ") + e.what();
     return result;
   }
+  // Replica copies padded apart make the replicas' gradients differ, as the
+  // prediction says (no single ratio): rank 0's is judged.
+  const bool replicas_apart = result.prediction.cause == step::NoRatioCause::replica_copies;
   for (const auto& grad : distributed.grads) {
-    if (grad != distributed.grads[0]) {
+    if (!replicas_apart && !replicas_agree(c, grad, distributed.grads[0], reference)) {
       result.observation = StrategyObservation::mismatch;
       result.cause = "ranks hold different reduced gradients";
       result.detail = "ranks hold different reduced gradients";
@@ -773,10 +855,11 @@ std::optional<StrategyWitness> find_strategy_witness(const StrategyWitnessOption
   for (std::int64_t index = 0; index < options.max_cases; ++index) {
     StrategyCampaignOptions family;
     family.families = options.family;
-    StrategyDraw draw = strategy_draw(options.seed, index, options.point, &family);
+    rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
+    StrategyDraw draw =
+        strategy_draw_for(options.seed, index, options.point, &family, current.value());
     // A learnable 1/T only where the witness shows the direct group.
     draw.learnable_temperature = options.group == step::ParameterGroup::direct;
-    rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
     StrategyWitness witness;
     witness.index = index;
     witness.result = check_spec(current.value(), draw, witness.original, witness.shrunk_case);
@@ -836,8 +919,9 @@ StrategyCaseResult judge_spec(CaseSpec spec, const StrategyDraw& draw,
 StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options,
                                         std::int64_t index, const std::string& cause,
                                         std::int32_t max_evaluations) {
-  const StrategyDraw draw = strategy_draw(options.seed, index, options.only, &options);
   rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
+  const StrategyDraw draw =
+      strategy_draw_for(options.seed, index, options.only, &options, current.value());
   StrategyShrunk out;
   out.index = index;
   CaseSpec shrunk;

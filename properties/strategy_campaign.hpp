@@ -190,8 +190,8 @@ struct MismatchGroup {
 };
 
 struct StrategyCampaignResult {
-  std::array<StrategyCell, 36> cells;       // InfoNCE, in all_strategies() order
-  std::array<StrategyCell, 36> clip_cells;  // CLIP, likewise
+  std::array<StrategyCell, step::kPointCount> cells;       // InfoNCE, in all_strategies() order
+  std::array<StrategyCell, step::kPointCount> clip_cells;  // CLIP, likewise
   std::map<std::string, MismatchGroup> mismatches_by_cause;
   std::int64_t cases = 0;
   std::int64_t mismatched() const;

@@ -288,6 +288,16 @@ StepRun run_on_sut(sut::Session& session, const Case& c, const step::ReferenceVa
   if (!outcome.declined.empty()) throw StepDeclined(outcome.declined);
   if (!outcome.result) throw StepFailure("the SUT failed: " + outcome.failure);
   StepRun run;
+  // A world gather with replicas pads each of the R copies: its draws replay
+  // in the rank program at the point, but cannot pad the reference's
+  // distinct batch, which keeps the case's own generator.
+  const bool pads_copies = c.strategy && c.strategy->group == GatherGroup::world &&
+                           c.mesh.replicas() > 1;
+  if (c.loss.hard_negatives && outcome.result->padding_draws && pads_copies) {
+    run.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);
+    run.result = distributed_result(*outcome.result, c, reference);
+    return run;
+  }
   if (c.loss.hard_negatives && outcome.result->padding_draws) {
     Case judged = c;
     judged.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);

@@ -16,9 +16,9 @@ namespace {
 
 // One tower's rows after the gather: every slot's, the own live rows at own_offset.
 template <class Scalar>
-AssembledRows<Scalar> tower_rows(sim::Communicator& comm, const sim::Group& dp_group, const Case& c,
-                                 bool gather, const Matrix<Scalar>& local, std::int32_t dp_rank) {
-  if (gather) return gather_rows(comm, dp_group, c.gather, local, dp_rank);
+AssembledRows<Scalar> tower_rows(sim::Communicator& comm, const sim::Group& group, const Case& c,
+                                 bool gather, const Matrix<Scalar>& local, std::int32_t own_slot) {
+  if (gather) return gather_rows(comm, group, c.gather, local, own_slot);
   AssembledRows<Scalar> own;
   own.rows = local;
   own.slot_rows = {local.rows()};
@@ -67,8 +67,9 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
   const Eigen::Index text_columns = c.weight.cols() - image_columns;
   const Matrix<Scalar> image_weight = c.weight.leftCols(image_columns).cast<Scalar>();
   const Matrix<Scalar> text_weight = c.weight.rightCols(text_columns).cast<Scalar>();
-  const bool gather = c.mesh.dp > 1;  // the CLIP family always gathers
   const Strategy strategy = strategy_of(c, v);
+  const GatherSlots slots = gather_slots(comm, dp_group, strategy.group, c.mesh);
+  const bool gather = slots.group.size() > 1;  // the CLIP family always gathers
   const GatherKind gather_kind = gather ? strategy.gather : GatherKind::detached_own_live;
   const bool local_loss = gather && strategy.scope == LossScope::local;
   const auto scale = static_cast<Scalar>(compensation_scale(c, v));
@@ -85,8 +86,8 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
     const Matrix<Scalar>& text_x = as_scalar<Scalar>(batch.text, text_storage);
     const Matrix<Scalar> image = loss::encode(image_weight, image_x, clip.image_normalize);
     const Matrix<Scalar> text = loss::encode(text_weight, text_x, clip.text_normalize);
-    const AssembledRows<Scalar> images = tower_rows(comm, dp_group, c, gather, image, dp_rank);
-    const AssembledRows<Scalar> texts = tower_rows(comm, dp_group, c, gather, text, dp_rank);
+    const AssembledRows<Scalar> images = tower_rows(comm, slots.group, c, gather, image, slots.own);
+    const AssembledRows<Scalar> texts = tower_rows(comm, slots.group, c, gather, text, slots.own);
     INFONCE_ASSERT(images.own_offset == texts.own_offset);
     const std::int64_t own_offset = images.own_offset;
 
@@ -104,12 +105,13 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
     const TowerGradient<Scalar> text_grad =
         tower_gradient(result.grad_text_docs, result.grad_text_queries, local_loss, own_offset);
     const Matrix<Scalar> own_image =
-        own_rows_gradient(comm, dp_group, gather_kind, image_grad.total,
+        own_rows_gradient(comm, slots.group, gather_kind, image_grad.total,
                           local_loss ? &image_grad.query_rows : nullptr, images.slot_rows,
-                          own_offset, image.rows(), dp_rank);
+                          own_offset, image.rows(), slots.own);
     const Matrix<Scalar> own_text = own_rows_gradient(
-        comm, dp_group, gather_kind, text_grad.total, local_loss ? &text_grad.query_rows : nullptr,
-        texts.slot_rows, own_offset, text.rows(), dp_rank);
+        comm, slots.group, gather_kind, text_grad.total,
+        local_loss ? &text_grad.query_rows : nullptr, texts.slot_rows, own_offset, text.rows(),
+        slots.own);
 
     Matrix<Scalar> grad_weight(c.weight.rows(), c.weight.cols());
     grad_weight << loss::encode_backward(image_weight, image_x, clip.image_normalize, own_image),

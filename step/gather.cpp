@@ -68,6 +68,12 @@ Gathered<Scalar> gather_objects(sim::Communicator& comm, const sim::Group& dp_gr
   return from_objects<Scalar>(gather_object_pair(comm, dp_group, matrix_to_bytes(local), labels));
 }
 
+GatherSlots gather_slots(const sim::Communicator& comm, const sim::Group& dp_group,
+                         GatherGroup over, const Mesh& mesh) {
+  if (over == GatherGroup::world) return {comm.world(), comm.world_rank()};
+  return {dp_group, mesh.dp_rank(comm.world_rank())};
+}
+
 std::string own_slot_error(std::int32_t own_slot, std::size_t slots) {
   // The trainer's `all_sentences[rank] = sentences` raises IndexError here.
   return "own slot " + std::to_string(own_slot) + " is outside the " + std::to_string(slots) +

@@ -67,6 +67,15 @@ Gathered<Scalar> gather_tensors(sim::Communicator& comm, const sim::Group& dp_gr
                                 const Matrix<Scalar>& local,
                                 const std::vector<std::uint8_t>& labels, bool gather_labels);
 
+// The group a strategy's gather runs over, and the rank's slot in it: its
+// DP group and DP rank, or the world and its world rank (SPEC section 13).
+struct GatherSlots {
+  sim::Group group;
+  std::int32_t own = 0;
+};
+GatherSlots gather_slots(const sim::Communicator& comm, const sim::Group& dp_group,
+                         GatherGroup over, const Mesh& mesh);
+
 // The message of the trainer's IndexError for an own slot past the shards.
 std::string own_slot_error(std::int32_t own_slot, std::size_t slots);
 

@@ -270,13 +270,14 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
   INFONCE_ASSERT(dp_group.size() == c.mesh.dp);
 
   const Matrix<Scalar> weight = c.weight.cast<Scalar>();
-  const bool gather = c.loss.use_batch && c.mesh.dp > 1;
+  const Strategy strategy = strategy_of(c, v);
+  const GatherSlots slots = gather_slots(comm, dp_group, strategy.group, c.mesh);
+  const bool gather = c.loss.use_batch && slots.group.size() > 1;
   // The strategy decides only where there is a gather: without one every row
   // is live and the loss is the rank's own.
-  const Strategy strategy = strategy_of(c, v);
   const GatherKind gather_kind = gather ? strategy.gather : GatherKind::detached_own_live;
   const bool local_loss = gather && strategy.scope == LossScope::local;
-  const std::int32_t own_slot = v.own_slot_at_world_rank ? world_rank : dp_rank;
+  const std::int32_t own_slot = v.own_slot_at_world_rank ? world_rank : slots.own;
   const auto scale = static_cast<Scalar>(compensation_scale(c, v));
   const auto divisor = static_cast<Scalar>(accumulation_divisor(c, v));
   RankPadding padding = rank_padding(c, world_rank);
@@ -308,7 +309,7 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
       Gathered<Scalar> gathered;
       if (c.gather == GatherPath::object && shared != nullptr) {
         GatheredObjectPair pair =
-            gather_object_pair(comm, dp_group, matrix_to_bytes(local), labels);
+            gather_object_pair(comm, slots.group, matrix_to_bytes(local), labels);
         if (slot_holds_own_rows(pair.matrices, local, own_slot)) {
           const auto concatenation = shared->concatenations.get(pair.matrices, local.cols(), [&] {
             return concatenate_shards<Scalar>(pair.matrices, local.cols());
@@ -327,8 +328,8 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
         }
       } else {
         gathered = c.gather == GatherPath::object
-                       ? gather_objects(comm, dp_group, local, labels)
-                       : gather_tensors(comm, dp_group, local, labels, !v.labels_ungathered);
+                       ? gather_objects(comm, slots.group, local, labels)
+                       : gather_tensors(comm, slots.group, local, labels, !v.labels_ungathered);
       }
       if (!global.shared.value) {
         for (std::size_t i = 0; i < gathered.shards.size(); ++i) {
@@ -405,9 +406,9 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     out.reported_loss += reported / divisor;
 
     const Matrix<Scalar> own_grad =
-        own_rows_gradient(comm, dp_group, gather_kind, grad_embeddings,
+        own_rows_gradient(comm, slots.group, gather_kind, grad_embeddings,
                           local_result ? &local_result->grad_query_rows : nullptr, slot_rows,
-                          global.own_offset, local.rows(), dp_rank);
+                          global.own_offset, local.rows(), slots.own);
     Matrix<Scalar> grad_weight =
         gather_kind == GatherKind::detached && !local_loss
             ? Matrix<Scalar>::Zero(weight.rows(), weight.cols())

@@ -6,8 +6,8 @@
 
 namespace infonce::step {
 
-std::array<Strategy, 36> all_strategies() {
-  std::array<Strategy, 36> out;
+std::array<Strategy, kDpPointCount> dp_strategies() {
+  std::array<Strategy, kDpPointCount> out;
   std::size_t next = 0;
   for (const GatherKind gather :
        {GatherKind::detached_own_live, GatherKind::detached, GatherKind::autograd}) {
@@ -21,6 +21,17 @@ std::array<Strategy, 36> all_strategies() {
     }
   }
   INFONCE_ASSERT(next == out.size());
+  return out;
+}
+
+std::array<Strategy, kPointCount> all_strategies() {
+  std::array<Strategy, kPointCount> out;
+  const auto dp = dp_strategies();
+  for (std::size_t i = 0; i < dp.size(); ++i) {
+    out[i] = dp[i];
+    out[i + dp.size()] = dp[i];
+    out[i + dp.size()].group = GatherGroup::world;
+  }
   return out;
 }
 
@@ -54,24 +65,40 @@ struct ShardSum {
 };
 
 ShardSum shard_sum(const Strategy& strategy, ParameterGroup group, const StepShape& shape) {
+  const bool world = strategy.group == GatherGroup::world;
   // No gather: each rank differentiates its own loss l_d with all rows live.
   // The reference is L itself when P = 1; without use_batch it is the mean
   // of the l_d (b = P) or, under a summing reduction, their sum (b = 1).
-  if (shape.dp == 1) return {};
   if (!shape.use_batch) return {.b = strategy.reduction == Reduction::mean ? shape.dp : 1.0};
+  if ((world ? shape.world : shape.dp) == 1) return {};
   const double p = shape.dp;
+  const double replicas = static_cast<double>(shape.world / shape.dp);
+  // A world gather's R copies of a row meet each other (a qq or dd pair of a
+  // row with its own copy, padding drawn per copy): not R repetitions of L.
+  if (world && replicas > 1 && shape.copies_interact) {
+    return {.single = false, .b = 0, .cause = NoRatioCause::replica_copies};
+  }
+  // Otherwise a world gather's loss is L + log R with each row's dL/dE split
+  // evenly over its R copies: only a lone live copy (own slot) sees 1/R.
   if (strategy.scope == LossScope::global) {
     // Every rank computes the same L. The direct parameters are never
     // detached: each rank holds all of dL/dphi, P ranks sum P of them.
     if (group == ParameterGroup::direct) return {.b = p};
     switch (strategy.gather) {
       case GatherKind::detached_own_live:
-        return {.b = 1.0};  // rank d: J_d^T dL/dE_d; the sum over d is the chain rule
+        // rank d: J_d^T dL/dE_d; the sum over d is the chain rule (world: 1/R of it)
+        return {.b = world ? 1.0 / replicas : 1.0};
       case GatherKind::detached:
         return {.b = 0.0};  // no row is live: nothing reaches the encoders
       case GatherKind::autograd:
         return {.b = p};  // rank d receives sum over ranks of dL/dE_d = P dL/dE_d
     }
+  }
+  // One shard gathered R times (world group, P = 1): every rank's loss is
+  // L + log R; only the detached gathers lose terms (the documents' copies).
+  if (shape.dp == 1) {
+    if (group == ParameterGroup::direct || strategy.gather == GatherKind::autograd) return {};
+    return {.single = false, .b = 0, .cause = NoRatioCause::dropped_terms};
   }
   // Local: sum over d of l_d = P L only when every shard has n queries
   // (l_d averages over n_d, L over N = sum n_d).
@@ -87,7 +114,8 @@ ShardSum shard_sum(const Strategy& strategy, ParameterGroup group, const StepSha
     return equal ? ShardSum{.b = p, .depends_on_equal_batches = true} : unequal;
   }
   // A detached gather keeps only dl_d/dE_d: the terms dl_d'/dE_d, d' != d
-  // (rank d's rows as documents of another rank's queries) are lost.
+  // (rank d's rows as documents of another rank's queries) are lost; over the
+  // world group (P = 1 included) also the documents' other R - 1 copies.
   return {.single = false, .b = 0, .cause = NoRatioCause::dropped_terms};
 }
 
@@ -139,6 +167,10 @@ std::string_view name_of(Reduction reduction) {
   return name_in(kReductionNames, reduction);
 }
 
+std::string_view name_of(GatherGroup group) {
+  return name_in(kGatherGroupNames, group);
+}
+
 std::string_view name_of(ParameterGroup group) {
   return group == ParameterGroup::encoders ? "encoders" : "direct";
 }
@@ -151,6 +183,8 @@ std::string_view name_of(NoRatioCause cause) {
       return "dropped terms";
     case NoRatioCause::unequal_batches:
       return "unequal batches";
+    case NoRatioCause::replica_copies:
+      return "replica copies";
   }
   return "?";
 }
@@ -163,6 +197,7 @@ std::string name_of(const Strategy& strategy) {
   out += name_of(strategy.scale);
   out += '/';
   out += name_of(strategy.reduction);
+  if (strategy.group == GatherGroup::world) out += "/world";
   return out;
 }
 

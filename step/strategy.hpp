@@ -21,6 +21,7 @@ namespace infonce::step {
 
 // The value types live with the case file (casefile/strategy_value.hpp).
 using infonce::BackwardScale;
+using infonce::GatherGroup;
 using infonce::GatherKind;
 using infonce::LossScope;
 using infonce::Strategy;
@@ -32,8 +33,14 @@ inline constexpr Strategy kSeedBeforeFix{.gather = GatherKind::detached_own_live
                                          .scale = BackwardScale::none,
                                          .reduction = Reduction::mean};
 
-// Every combination: 3 gathers x 2 scopes x 3 scales x 2 reductions = 36.
-std::array<Strategy, 36> all_strategies();
+// Every combination: 3 gathers x 2 scopes x 3 scales x 2 reductions x 2
+// gather groups = 72; the 36 dp points first, in the order they had before
+// the group axis, then the same 36 over the world group.
+inline constexpr std::size_t kPointCount = 72;
+inline constexpr std::size_t kDpPointCount = 36;
+std::array<Strategy, kPointCount> all_strategies();
+// The dp points alone (all_strategies()'s first 36).
+std::array<Strategy, kDpPointCount> dp_strategies();
 
 enum class ParameterGroup {
   encoders,  // the towers' weights (InfoNCE: W; CLIP: W_image and W_text)
@@ -46,6 +53,10 @@ struct StepShape {
   std::int32_t world = 1;     // W = P x R
   bool equal_batches = true;  // every DP shard has the same number of queries (per micro-step)
   bool use_batch = true;      // false: no gather, each rank its own loss (SPEC section 2)
+  // The loss compares a row with rows of its own side (InfoNCE's include_qq or
+  // include_dd), or pads groups with random rows (hard negatives): a world
+  // gather's replica copies then differ from a pure repetition.
+  bool copies_interact = false;
 };
 
 enum class Verdict {
@@ -58,6 +69,7 @@ enum class NoRatioCause {
   none,
   dropped_terms,    // a local loss over a detached gather loses the cross-rank terms
   unequal_batches,  // a local loss weights each rank's queries by 1/n_d, the reference by 1/N
+  replica_copies,   // a world gather's R copies of a shard meet each other (qq, dd, padding)
 };
 
 struct Prediction {
@@ -88,6 +100,10 @@ double reduction_factor(Reduction reduction, const StepShape& shape);
 //   autograd/local            P (equal batches)        P (equal batches)
 // P = 1: no gather, b = 1. use_batch = false: no gather, each rank's own loss,
 // against the mean of those losses (b = P) or their sum (b = 1, reduction sum).
+// A world gather (group world, W > 1) differs only where a rank's own slot is
+// live and the others are not: detached_own_live/global gives b = 1/R (its
+// slot is one of R equal copies of its rows), detached_own_live/local has no
+// single ratio; and with R > 1 a loss whose copies interact has none.
 // The step's ratio is reduction_factor x backward_scale x b.
 Prediction predict(const Strategy& strategy, ParameterGroup group, const StepShape& shape);
 
@@ -95,9 +111,11 @@ std::string_view name_of(GatherKind gather);
 std::string_view name_of(LossScope scope);
 std::string_view name_of(BackwardScale scale);
 std::string_view name_of(Reduction reduction);
+std::string_view name_of(GatherGroup group);
 std::string_view name_of(ParameterGroup group);
 std::string_view name_of(NoRatioCause cause);
-// "gather/scope/scale/reduction", e.g. "detached-own-live/global/scale-P/mean".
+// "gather/scope/scale/reduction", e.g. "detached-own-live/global/scale-P/mean";
+// a world point's name adds "/world": "detached-own-live/global/scale-W/mean/world".
 std::string name_of(const Strategy& strategy);
 // "correct", "ratio 0.5", "no single ratio (dropped terms)", + " [equal batches]".
 std::string describe(const Prediction& prediction);

@@ -3,7 +3,10 @@ docs/strategies.md): the InfoNCE loss at any strategy point and with a learnable
 inverse temperature, and the CLIP loss at any strategy point. Generators, like the
 conformance adapter: they yield their collectives.
 
-InfoNCE, where there is a gather (use_batch, P > 1):
+The gather runs over the strategy's group (strategy.gather_group): the DP group, or the
+default (world) group, every shard R times, the own slot at the world rank.
+
+InfoNCE, where there is a gather (use_batch, more than one member in that group):
   * gather `detached-own-live`: the detached gather (the case's object or tensor path)
     with the rank's own live rows in its slot (spec.py's step); `detached`: no slot
     live; `autograd`: ctx.autograd_gather, every slot live, its gradient summed over the
@@ -33,7 +36,7 @@ from .adapters.conformance import _gather_objects, _gather_tensors
 from .case import CaseError
 from .rank import Collective
 from .spec import infonce_loss, resize_groups, split_groups
-from .strategy import effective_strategy, has_gather
+from .strategy import effective_strategy, gather_group, has_gather
 
 
 def scaled(loss, scale):
@@ -66,21 +69,22 @@ def detached_gather(ctx, tensors):
     """The case's gather path (object or tensor) of each tensor, every slot a constant:
     [tensor] -> every member's, in slot order."""
     gather = _gather_objects if ctx.case.gather == "object" else _gather_tensors
-    gathered = yield from gather(tuple(t.detach() for t in tensors), ctx.dp_group)
+    gathered = yield from gather(tuple(t.detach() for t in tensors), gather_group(ctx)[0])
     return [[s.detach() for s in slots] for slots in gathered]
 
 
 def autograd_gather_rows(ctx, rows):
     """Every member's rows, differentiable: row counts first, then ctx.autograd_gather of
     the rows padded to the longest (at least one row: gloo gathers no empty tensor)."""
+    group = gather_group(ctx)[0]
     counts = yield Collective("all_gather", torch.tensor([rows.shape[0]], dtype=torch.int64),
-                              ctx.dp_group)
+                              group)
     counts = [int(c) for c in counts]
     longest = max(max(counts), 1)
     padded = rows
     if rows.shape[0] < longest:
         padded = torch.cat([rows, rows.new_zeros((longest - rows.shape[0],) + rows.shape[1:])])
-    slots = yield from ctx.autograd_gather(padded, ctx.dp_group)
+    slots = yield from ctx.autograd_gather(padded, group)
     return [s[:n] for s, n in zip(slots, counts)]
 
 
@@ -94,8 +98,9 @@ def gather_rows(ctx, tensors, gather_kind):
         return out
     out = yield from detached_gather(ctx, tensors)
     if gather_kind == "detached-own-live":
+        own = gather_group(ctx)[1]
         for slots, rows in zip(out, tensors):
-            slots[ctx.dp_rank] = rows
+            slots[own] = rows
     return out
 
 
@@ -229,12 +234,12 @@ def infonce_strategy_loss(ctx, embeddings, labels):
         else:  # embeddings and labels in one gather, as the conformance adapter's
             slots, label_slots = yield from detached_gather(ctx, (embeddings, labels))
             if strategy.gather == "detached-own-live":
-                slots[ctx.dp_rank] = embeddings
+                slots[gather_group(ctx)[1]] = embeddings
         batch, all_labels = torch.cat(slots, dim=0), torch.cat(label_slots, dim=0)
         if strategy.scope == "global":
             loss = infonce_with_tau(batch, all_labels, case.loss, draws, tau)
         else:
-            offset = sum(s.shape[0] for s in slots[:ctx.dp_rank])
+            offset = sum(s.shape[0] for s in slots[:gather_group(ctx)[1]])
             live = embeddings if strategy.gather == "detached" else None
             loss = infonce_local(batch, all_labels, case.loss, draws, tau, offset,
                                  embeddings.shape[0], live)
@@ -269,7 +274,7 @@ def clip_strategy_loss(ctx, image, text, logit_scale, logit_bias):
             loss = clip_objective(all_image, all_text, all_image, all_text, 0, logit_scale,
                                   logit_bias)
         else:  # the own live rows are the queries
-            offset = sum(s.shape[0] for s in image_slots[:ctx.dp_rank])
+            offset = sum(s.shape[0] for s in image_slots[:gather_group(ctx)[1]])
             loss = clip_objective(image, text, all_image, all_text, offset, logit_scale,
                                   logit_bias)
     return scaled(loss, strategy.factor(ctx.dp, ctx.world))

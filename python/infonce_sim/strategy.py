@@ -1,9 +1,10 @@
 """The `strategy` case key (docs/MODEL.md section 3.7, docs/strategies.md): parsing and
 the point a case runs at. No torch needed.
 
-A point is four fields: gather (`detached-own-live`, `detached`, `autograd`), scope
-(`global`, `local`), scale (`none`, `P`, `W`: the factor s on the backward signal) and
-reduction (`mean`, `sum`, always the case's `reduction`). Without the key a case runs the
+A point is five fields: gather (`detached-own-live`, `detached`, `autograd`), scope
+(`global`, `local`), scale (`none`, `P`, `W`: the factor s on the backward signal),
+reduction (`mean`, `sum`, always the case's `reduction`) and the gather's group (`dp`, the
+default, or `world`: every rank, each shard R times; SPEC section 13). Without the key a case runs the
 trainer's point: detached-own-live/global, scale P exactly where the fix compensates
 (`compensate`, use_batch, reduction mean), else scale 1.
 """
@@ -14,6 +15,7 @@ GATHERS = ("detached-own-live", "detached", "autograd")
 SCOPES = ("global", "local")
 SCALES = ("none", "P", "W")
 REDUCTIONS = ("mean", "sum")
+GROUPS = ("dp", "world")
 
 
 class StrategyError(ValueError):
@@ -26,15 +28,18 @@ class Strategy:
     scope: str
     scale: str
     reduction: str
+    group: str = "dp"
 
     def factor(self, dp: int, world: int) -> int:
         """s: the backward signal's factor."""
         return {"none": 1, "P": dp, "W": world}[self.scale]
 
     def point(self) -> str:
-        """The point's name as docs/strategies.md writes it, e.g. autograd/local/scale-P/mean."""
+        """The point's name as docs/strategies.md writes it, e.g. autograd/local/scale-P/mean
+        (a world point's adds /world)."""
         scale = {"none": "scale-1", "P": "scale-P", "W": "scale-W"}[self.scale]
-        return f"{self.gather}/{self.scope}/{scale}/{self.reduction}"
+        suffix = "/world" if self.group == "world" else ""
+        return f"{self.gather}/{self.scope}/{scale}/{self.reduction}{suffix}"
 
 
 def parse_strategy(value: object, reduction: str, compensate: bool) -> "Strategy | None":
@@ -44,7 +49,7 @@ def parse_strategy(value: object, reduction: str, compensate: bool) -> "Strategy
     if not isinstance(value, dict):
         raise StrategyError("strategy: expected an object or null")
     for key in value:
-        if key not in ("gather", "scope", "scale", "reduction"):
+        if key not in ("gather", "scope", "scale", "reduction", "group"):
             raise StrategyError(f"strategy.{key}: unknown key")
     fields = {}
     for key, choices in (("gather", GATHERS), ("scope", SCOPES), ("scale", SCALES)):
@@ -61,9 +66,14 @@ def parse_strategy(value: object, reduction: str, compensate: bool) -> "Strategy
     if own_reduction != reduction:
         raise StrategyError(f"strategy.reduction: {own_reduction} differs from the case's "
                             f"reduction {reduction}")
+    group = value.get("group")
+    if group is None:
+        group = "dp"
+    if group not in GROUPS:
+        raise StrategyError(f"strategy.group: expected one of {', '.join(GROUPS)}")
     if not compensate:
         raise StrategyError("strategy: with a strategy, compensate must be true")
-    return Strategy(reduction=own_reduction, **fields)
+    return Strategy(reduction=own_reduction, group=group, **fields)
 
 
 def effective_strategy(case) -> Strategy:
@@ -77,7 +87,17 @@ def effective_strategy(case) -> Strategy:
 
 
 def has_gather(case) -> bool:
-    """Whether the step gathers (use_batch and P > 1): the only place the strategy's gather
-    and scope act (its scale and reduction act always)."""
+    """Whether the step gathers (use_batch and more than one member in the gather's group:
+    P, or W for a world gather): the only place the strategy's gather and scope act (its
+    scale and reduction act always)."""
     use_batch = case.family == "clip" or case.loss.use_batch
-    return use_batch and case.dp > 1
+    members = case.world if effective_strategy(case).group == "world" else case.dp
+    return use_batch and members > 1
+
+
+def gather_group(ctx):
+    """(the torch group the strategy's gather runs over, the rank's slot in it): the DP
+    group and the DP rank, or the default (world) group (None) and the world rank."""
+    if effective_strategy(ctx.case).group == "world":
+        return None, ctx.world_rank
+    return ctx.dp_group, ctx.dp_rank

@@ -335,6 +335,32 @@ TEST(CaseJson, StrategyKeyIsOptionalAndRoundTrips) {
   EXPECT_EQ(case_to_json(parse_case(written)), written);
 }
 
+// The gather's group (SPEC section 13): "group" is optional, dp when absent,
+// and written only for world, so a dp case file is what it was.
+TEST(CaseJson, StrategyGroupIsOptionalAndWrittenOnlyForWorld) {
+  auto document = nlohmann::json::parse(kValidCaseText);
+  document["strategy"] = {{"gather", "detached-own-live"}, {"scope", "global"}, {"scale", "W"}};
+  const Case dp = parse_case(document.dump());
+  ASSERT_TRUE(dp.strategy.has_value());
+  EXPECT_EQ(dp.strategy->group, GatherGroup::dp);
+  EXPECT_EQ(case_to_json(dp).find("\"group\""), std::string::npos);
+  document["strategy"]["group"] = "dp";
+  EXPECT_EQ(case_to_json(parse_case(document.dump())), case_to_json(dp));
+  document["strategy"]["group"] = "world";
+  const Case world = parse_case(document.dump());
+  EXPECT_EQ(world.strategy->group, GatherGroup::world);
+  const std::string written = case_to_json(world);
+  EXPECT_NE(written.find(R"("reduction":"mean","group":"world"})"), std::string::npos) << written;
+  EXPECT_EQ(case_to_json(parse_case(written)), written);
+  document["strategy"]["group"] = "replicas";
+  try {
+    parse_case(document.dump());
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("strategy.group"), std::string::npos) << error.what();
+  }
+}
+
 TEST(CaseJson, TrainerStrategyFollowsTheFixRule) {
   Case c = parse_case(kValidCaseText);
   c.reduction = Reduction::sum;

@@ -182,9 +182,12 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   // A plainly correct cell has none: the seed's fix.
   EXPECT_EQ(doc["matrix"][2]["strategy"], "detached-own-live/global/scale-P/mean");
   EXPECT_TRUE(doc["matrix"][2]["cells"]["encoders"]["witness"].is_null());
-  // tevatron at W = 2P: the encoders get W/P = 2.
+  // tevatron at W = 2P gathers over the world (issue 29, finding 8): its
+  // encoders' gradient is correct, not W/P = 2 as the dp point predicted.
   EXPECT_EQ(doc["field"][9]["project"], "texttron/tevatron");
-  EXPECT_EQ(doc["field"][9]["encoders"]["ratio"], 2.0);
+  EXPECT_EQ(doc["field"][9]["strategy"], "detached-own-live/global/scale-W/mean/world");
+  EXPECT_EQ(doc["field"][9]["encoders"]["verdict"], "correct");
+  EXPECT_EQ(doc["field"][9]["encoders"]["ratio"], 1.0);
   EXPECT_EQ(doc["field"][9]["unconfirmed"], false);
 }
 

@@ -53,7 +53,20 @@ struct GroupGradients {
 
 GroupGradients step_gradients(const Case& c) {
   const DistributedResult result = run_on_fibers(c, StepVariant{}, RunOptions{});
-  for (const auto& grad : result.grads) EXPECT_EQ(grad, result.grads[0]);
+  // A world gather's replicas take their rows' gradient from different slots:
+  // under a sum over each DP group, the R groups agree up to rounding only.
+  const bool world = c.strategy && c.strategy->group == GatherGroup::world;
+  for (const auto& grad : result.grads) {
+    if (!world) {
+      EXPECT_EQ(grad, result.grads[0]);
+      continue;
+    }
+    EXPECT_EQ(grad.size(), result.grads[0].size());
+    if (grad.size() != result.grads[0].size()) continue;
+    for (std::size_t i = 0; i < grad.size(); ++i) {
+      EXPECT_NEAR(grad[i], result.grads[0][i], 1e-12 * (1.0 + std::abs(result.grads[0][i])));
+    }
+  }
   GroupGradients out;
   out.towers =
       Eigen::Map<const Matrix<double>>(result.grads[0].data(), c.weight.rows(), c.weight.cols());
@@ -156,7 +169,7 @@ TEST(ClipStep, EveryStrategyPointGivesItsPredictedRatiosWithEqualBatches) {
               1e-12 * std::max(1.0, towers.ratio) * scale)
         << name_of(strategy);
   }
-  EXPECT_EQ(dropped_terms, 12);  // the detached gathers with a local loss
+  EXPECT_EQ(dropped_terms, 24);  // the detached gathers with a local loss, over either group
 }
 
 TEST(ClipStep, AnAutogradLocalLossIsNoMultipleWithUnequalBatches) {

@@ -64,7 +64,20 @@ double step_dtau(const Case& c) {
   RunOptions options;
   const DistributedResult result = run_on_fibers(c, StepVariant{}, options);
   EXPECT_EQ(result.grads[0].size(), 2u);  // W's one entry, then 1/T's
-  for (const auto& grad : result.grads) EXPECT_EQ(grad, result.grads[0]);
+  // A world gather's replicas take their rows' gradient from different slots:
+  // under a sum over each DP group, the R groups agree up to rounding only.
+  const bool world = c.strategy && c.strategy->group == GatherGroup::world;
+  for (const auto& grad : result.grads) {
+    if (!world) {
+      EXPECT_EQ(grad, result.grads[0]);
+      continue;
+    }
+    EXPECT_EQ(grad.size(), result.grads[0].size());
+    if (grad.size() != result.grads[0].size()) continue;
+    for (std::size_t i = 0; i < grad.size(); ++i) {
+      EXPECT_NEAR(grad[i], result.grads[0][i], 1e-12 * (1.0 + std::abs(result.grads[0][i])));
+    }
+  }
   return result.grads[0].back();
 }
 

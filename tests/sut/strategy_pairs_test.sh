@@ -14,9 +14,9 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 sut() { echo "PYTHONPATH=$python_dir $torch_python -m infonce_sim.worker --adapter conformance --option strategy=$1"; }
-judge() {  # judge CODE NAME RUNS JUDGED_AT: a short strategy campaign, its exit code
-  local code=$1 name=$2 runs=$3 at=$4
-  timeout 600 "$sim" check --strategies "$at" --cases 40 --limits typical --seed 1 \
+judge() {  # judge CODE NAME RUNS JUDGED_AT [SEED]: a short strategy campaign, its exit code
+  local code=$1 name=$2 runs=$3 at=$4 seed=${5:-1}
+  timeout 600 "$sim" check --strategies "$at" --cases 40 --limits typical --seed "$seed" \
     --sut "$(sut "$runs")" --corpus-dir "$work/$name" --report "$work/$name.json" \
     >"$name.out" 2>"$name.err"
   local got=$?
@@ -48,9 +48,23 @@ reproduces local_pair
 judge 1 scaled_at_correct autograd/local/scale-P/mean "$correct"
 grep -qF "shrunk in" scaled_at_correct.out || fail "scaled_at_correct: no shrunk case: $(tail -c 1500 scaled_at_correct.out)"
 
+# The gather's group (issue 29, finding 8): a tevatron-like trainer gathers over the world
+# (torch's default group, the own slot at the world rank) and scales its loss by W. With
+# replicas its gradient is correct and its loss is the reference's plus log R: it passes
+# at its own point and fails at its dp twin (the point `strategies` used to give it).
+tevatron=detached-own-live/global/scale-W/mean/world
+judge 0 tevatron_same "$tevatron" "$tevatron"
+judge 1 tevatron_at_dp "$tevatron" detached-own-live/global/scale-W/mean
+reproduces tevatron_at_dp
+judge 1 dp_at_tevatron detached-own-live/global/scale-W/mean "$tevatron"
+# Other gathers over the world: the adapter's torch world gather is the rank program's
+# (seed 2 has a padded case with replicas: each copy padded by its own draws).
+judge 0 world_autograd autograd/global/scale-W/sum/world autograd/global/scale-W/sum/world 2
+judge 0 world_detached_local detached/local/scale-1/sum/world detached/local/scale-1/sum/world 2
+
 # classify names the point the adapter runs (each of these is alone in its class on the
 # designed cases: no other point is predicted alike on every shape).
-for point in autograd/local/scale-P/mean detached/global/scale-W/sum; do
+for point in autograd/local/scale-P/mean detached/global/scale-W/sum "$tevatron"; do
   name=classify_${point//\//_}
   timeout 600 "$sim" classify --sut "$(sut "$point")" >"$name.out" 2>"$name.err"
   got=$?
@@ -59,8 +73,18 @@ for point in autograd/local/scale-P/mean detached/global/scale-W/sum; do
   grep -qF "matches 1 point:" "$name.out" || fail "$name: more than one point matches: $(cat "$name.out")"
 done
 
+# Without replicas (max_replicas=1, as open_clip's adapter declares) nothing tells a point
+# from its world twin: classify names both, as equivalent on every case tried.
+point=detached-own-live/global/scale-1/mean
+timeout 600 "$sim" classify --sut "$(sut "$point") --option max_replicas=1" >no_replicas.out 2>&1
+got=$?
+[ "$got" = 0 ] || fail "no_replicas: exit $got, expected 0: $(tail -c 2000 no_replicas.out)"
+grep -qF "matches 2 points (equivalent on every case tried):" no_replicas.out &&
+  grep -qxF "  $point" no_replicas.out && grep -qxF "  $point/world" no_replicas.out ||
+  fail "no_replicas: not the point and its world twin alone: $(cat no_replicas.out)"
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)"
   exit 1
 fi
-echo "the conformance adapter at its own point passes; at three other points it fails and reproduces"
+echo "the conformance adapter at its own point passes (a world-group point too); at other points it fails and reproduces"

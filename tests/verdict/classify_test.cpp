@@ -5,6 +5,7 @@
 // adapter's stand-in).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -31,6 +32,13 @@ StepRunner rank_program_at(const Strategy& point) {
   };
 }
 
+// The loss's offset from the reference's, by docs/strategies.md: a world
+// gather repeats every candidate R times, log R more in every row.
+double loss_shift(const Strategy& point, const step::StepShape& shape) {
+  const bool world_gather = shape.use_batch && point.group == step::GatherGroup::world;
+  return world_gather ? std::log(static_cast<double>(shape.world / shape.dp)) : 0.0;
+}
+
 std::vector<std::pair<step::Verdict, double>> predictions(const Strategy& point) {
   std::vector<std::pair<step::Verdict, double>> out;
   for (const step::StepShape shape : {step::StepShape{2, 2, true, true}, {2, 4, true, true},
@@ -40,6 +48,7 @@ std::vector<std::pair<step::Verdict, double>> predictions(const Strategy& point)
       const step::Prediction p = step::predict(point, group, shape);
       out.emplace_back(p.verdict, p.verdict == step::Verdict::no_single_ratio ? 0.0 : p.ratio);
     }
+    out.emplace_back(step::Verdict::correct, loss_shift(point, shape));
   }
   return out;
 }

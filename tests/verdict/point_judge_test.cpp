@@ -6,6 +6,8 @@
 // point whose prediction differs from its own on some shape, it must fail.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +80,13 @@ TEST(PointJudge, AStepWithThePointsGradientsAndAnotherLossFails) {
 // What step/strategy.hpp predicts for a point on a few designed shapes, both
 // groups: two points whose lists differ are told apart by some shape. (CLIP
 // always gathers: no shape without use_batch.)
+// The loss's offset from the reference's, by docs/strategies.md: a world
+// gather repeats every candidate R times, log R more in every row.
+double loss_shift(const Strategy& point, const step::StepShape& shape) {
+  const bool world_gather = shape.use_batch && point.group == step::GatherGroup::world;
+  return world_gather ? std::log(static_cast<double>(shape.world / shape.dp)) : 0.0;
+}
+
 std::vector<std::pair<step::Verdict, double>> predictions(const Strategy& point,
                                                           FamilyChoice family) {
   std::vector<step::StepShape> shapes{{2, 2, true, true},  {2, 4, true, true}, {2, 2, false, true},
@@ -89,6 +98,7 @@ std::vector<std::pair<step::Verdict, double>> predictions(const Strategy& point,
       const step::Prediction p = step::predict(point, group, shape);
       out.emplace_back(p.verdict, p.verdict == step::Verdict::no_single_ratio ? 0.0 : p.ratio);
     }
+    out.emplace_back(step::Verdict::correct, loss_shift(point, shape));
   }
   return out;
 }
@@ -108,7 +118,7 @@ TEST(PointJudge, EveryPointFailsAtEveryPointPredictedOtherwiseInBothFamilies) {
   const auto all = step::all_strategies();
   // Under the sanitizers, every 16th pair (a different sample per family).
   const std::int64_t every = scaled_budget(16) == 16 ? 1 : 16;
-  std::int64_t pairs = 0, judged = 0;
+  std::int64_t pairs = 0, judged = 0, world_pairs = 0;
   for (const FamilyChoice family : {FamilyChoice::infonce, FamilyChoice::clip}) {
     for (const Strategy& runs : all) {
       for (const Strategy& judge : all) {
@@ -118,6 +128,7 @@ TEST(PointJudge, EveryPointFailsAtEveryPointPredictedOtherwiseInBothFamilies) {
         if (predictions(runs, family) == predictions(judge, family)) continue;
         if (pairs++ % every != 0) continue;
         ++judged;
+        world_pairs += runs.group != judge.group ? 1 : 0;
         const auto index = first_mismatch(judged_at(judge, rank_program_at(runs), family, 0), 48);
         EXPECT_TRUE(index.has_value())
             << (family == FamilyChoice::clip ? "clip: " : "infonce: ") << step::name_of(runs)
@@ -126,6 +137,11 @@ TEST(PointJudge, EveryPointFailsAtEveryPointPredictedOtherwiseInBothFamilies) {
     }
   }
   EXPECT_GT(judged, 0);
+  // A point and its twin over the other group differ (by the loss's log R at
+  // least, with replicas): such pairs are judged too.
+  EXPECT_GT(world_pairs, 0);
+  std::printf("%lld ordered pairs judged, %lld of them across the two groups\n",
+              static_cast<long long>(judged), static_cast<long long>(world_pairs));
 }
 
 TEST(PointJudge, AStepRunningThePointPassesAtIt) {

@@ -1,7 +1,8 @@
 """The `conformance` adapter: the SPEC's own torch reading (infonce_sim.spec) on one rank.
 
-`--option strategy=POINT` (e.g. detached/local/scale-1/mean) makes it a trainer with one
-point baked in: it runs POINT whatever point a case names, and declines a case whose
+`--option strategy=POINT` (e.g. detached/local/scale-1/mean, or with /world appended a
+gather over the whole world: detached-own-live/global/scale-W/mean/world, a tevatron-like
+trainer) makes it a trainer with one point baked in: it runs POINT whatever point a case names, and declines a case whose
 reduction is not POINT's (its DDP reduction is the case's). `check --strategies OTHER --sut`
 must then fail wherever OTHER's step differs from POINT's.
 
@@ -122,15 +123,22 @@ class ConformanceAdapter:
 
 
 def parse_point(text):
-    """'gather/scope/scale-S/reduction' (docs/strategies.md) as a Strategy."""
+    """'gather/scope/scale-S/reduction[/world]' (docs/strategies.md) as a Strategy: a
+    trailing /world gathers over the default (world) group, every shard R times."""
     from ..strategy import GATHERS, REDUCTIONS, SCOPES, Strategy
     scales = {"scale-1": "none", "scale-P": "P", "scale-W": "W"}
     parts = text.split("/")
+    group = "dp"
+    if len(parts) == 5 and parts[4] == "world":
+        group = "world"
+        parts = parts[:4]
     if (len(parts) != 4 or parts[0] not in GATHERS or parts[1] not in SCOPES
             or parts[2] not in scales or parts[3] not in REDUCTIONS):
-        raise ValueError(f"--option strategy={text}: expected GATHER/SCOPE/scale-1|P|W/mean|sum, "
-                         "e.g. autograd/local/scale-P/mean")
-    return Strategy(parts[0], parts[1], scales[parts[2]], parts[3])
+        raise ValueError(f"--option strategy={text}: expected "
+                         "GATHER/SCOPE/scale-1|P|W/mean|sum[/world], "
+                         "e.g. autograd/local/scale-P/mean or "
+                         "detached-own-live/global/scale-W/mean/world")
+    return Strategy(parts[0], parts[1], scales[parts[2]], parts[3], group)
 
 
 def make(max_world=8, max_replicas=8, strategy=None, **_):
