@@ -128,6 +128,14 @@ class ClipOnly:
         raise CaseError(f"{self.name}: runs CLIP cases only (family clip)")
 
 
+class NtXentOnly:
+    """The base of an adapter that runs the NT-Xent family only (its `ntxent_loss`): an
+    InfoNCE case is the step's error, not an AttributeError."""
+
+    def loss(self, ctx, embeddings, labels):
+        raise CaseError(f"{self.name}: runs NT-Xent cases only (family ntxent)")
+
+
 def refuse(ctx, message):
     """A case the package's input cannot express: one line on stderr from world rank 0 (a
     campaign's log can count them), then the step's error."""
