@@ -51,8 +51,8 @@ class LightlyAdapter(_kit.NtXentOnly):
         self.ntxent, where = load_ntxent(before if site == "before-1531" else site)
         self.name = f"lightly NTXentLoss(gather_distributed=True) ({where})"
         # its targets are rank * n (equal batches); each rank reports its own rows' loss
-        self.supports = _kit.handshake(max_world, families=["ntxent"], unequal_batches=False,
-                                       reported_loss="rank-local", extension_keys=["dtype", "family"])
+        self.supports = _kit.ntxent_supports(max_world, unequal_batches=False,
+                                             reported_loss="rank-local")
 
     def decline(self, case):
         return _kit.unnormalized(case, "lightly")
