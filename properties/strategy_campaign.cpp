@@ -10,9 +10,10 @@
 #include "prediction/strategy_prediction.hpp"
 #include "properties/campaign.hpp"
 #include "properties/clip_case.hpp"
+#include "properties/ntxent_scales.hpp"
 #include "properties/oracle_agrees.hpp"
-#include "properties/properties.hpp"
 #include "properties/point_comparison.hpp"
+#include "properties/properties.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
 
@@ -114,6 +115,13 @@ ClipScales clip_cancellation_scales(const Case& c) {
   return out;
 }
 
+// The encoders' cancelled-term size of the case's family.
+double encoder_cancellation_scale(const Case& c) {
+  if (c.clip) return clip_cancellation_scales(c).encoders;
+  if (c.ntxent) return ntxent_cancellation_scales(c).encoders;
+  return softmax_cancellation_scale(c);
+}
+
 double unit_roundoff(ScalarType scalar) {
   return scalar == ScalarType::float64 ? 0x1p-53 : 0x1p-24;
 }
@@ -180,6 +188,8 @@ std::vector<double> direct_cancellation_scales(const Case& c) {
     const ClipScales scales = clip_cancellation_scales(c);
     cancelled[0] = scales.log_scale;
     if (cancelled.size() > 1) cancelled[1] = scales.bias;
+  } else if (c.ntxent) {
+    cancelled[0] = ntxent_cancellation_scales(c).inverse_temperature;
   } else {
     cancelled[0] = softmax_cancellation_scale_direct(c);
   }
@@ -191,8 +201,7 @@ std::vector<double> direct_cancellation_scales(const Case& c) {
 void judge_direct(const Case& c, const std::vector<double>& flat,
                   const step::ReferenceValues& reference, const step::Tolerance& t,
                   StrategyCaseResult& result) {
-  result.direct_prediction =
-      predicted(result.strategy, step::ParameterGroup::direct, result.shape);
+  result.direct_prediction = predicted(result.strategy, step::ParameterGroup::direct, result.shape);
   const auto weights = static_cast<std::size_t>(c.weight.size());
   result.direct_values = {flat.at(weights), reference.direct_grad.at(0)};
   if (result.direct_prediction.verdict == step::Verdict::no_single_ratio) {
@@ -222,11 +231,11 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
   }
 }
 
-
 // The largest logit's size: 1/T (or CLIP's scale) times the largest squared
 // embedding norm (1 when normalised).
 double largest_logit(const Case& c) {
   if (c.clip) return std::exp(c.clip->log_logit_scale) * 4.0;
+  if (c.ntxent) return ntxent_cancellation_scales(c).largest_logit;
   double max_norm = 0;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
@@ -278,8 +287,7 @@ PointAllowance point_allowance(const Case& c, const step::ReferenceValues& refer
   a.tolerance = step::tolerance_for(c.scalar);
   const double u = unit_roundoff(c.scalar);
   a.encoder_scale = std::max(max_abs(reference.grad), max_abs(reference.grad_magnitude));
-  a.encoder_cancellation =
-      16.0 * u * (c.clip ? clip_cancellation_scales(c).encoders : softmax_cancellation_scale(c));
+  a.encoder_cancellation = 16.0 * u * encoder_cancellation_scale(c);
   const std::vector<double> cancelled = direct_cancellation_scales(c);
   for (std::size_t i = 0; i < cancelled.size(); ++i) {
     a.direct_scale.push_back(
@@ -491,8 +499,7 @@ void judge_prediction(const Case& c, const step::DistributedResult& distributed,
   // covers long sums of the gradient's own size, would be 9000 u on them and
   // hide dropped terms a saturated softmax leaves small.
   const double cancellation_allowance =
-      16.0 * unit_roundoff(c.scalar) *
-      (c.clip ? clip_cancellation_scales(c).encoders : softmax_cancellation_scale(c));
+      16.0 * unit_roundoff(c.scalar) * encoder_cancellation_scale(c);
   const auto within = [&](double ratio) {
     const double error = max_abs(grad - ratio * reference.grad);
     const bool ok =
@@ -531,7 +538,7 @@ void judge_prediction(const Case& c, const step::DistributedResult& distributed,
   // step can be a multiple of the reference although predict() calls the
   // batches unequal.
   bool empty_shard = false;  // a CLIP shard is never empty
-  for (std::int32_t m = 0; !c.clip && m < c.micro_steps_run(); ++m) {
+  for (std::int32_t m = 0; !c.clip && !c.ntxent && m < c.micro_steps_run(); ++m) {
     for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
       empty_shard = empty_shard || shard.negative_counts.empty();
     }

@@ -49,6 +49,10 @@ if [[ $profile == field ]]; then
   # Packages whose declared dependencies pull torchvision or a GPU stack that pip cannot
   # pair with the CPU torch here: installed without them (their loss modules need none).
   run_pip "${pip[@]}" install --no-deps -c "$req/constraints.txt" -r "$req/field-nodeps.txt"
+  # lightly before PR #1531, beside the installed one (not on the path): the lightly
+  # adapter's --option site=before-1531 loads it, to tell the two GatherLayers apart.
+  [[ -d $venv/lightly-1.5.0/lightly ]] ||
+    run_pip "${pip[@]}" install --no-deps --target "$venv/lightly-1.5.0" -r "$req/lightly-before-1531.txt"
   layered=$venv-pylate
   echo "python-env: [3/3] pylate in $layered, layered on $venv (python/requirements/pylate.txt)" >&2
   if [[ ! -x $layered/bin/python ]]; then

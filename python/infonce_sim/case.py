@@ -237,12 +237,16 @@ def _parse_expect(obj, rows, cols):
 
 
 def parse_case(obj):
-    """An InfoNCE case (Case), or with `"family": "clip"` a CLIP case (clip_case.ClipCase)."""
+    """An InfoNCE case (Case), or with `"family": "clip"` a CLIP case (clip_case.ClipCase),
+    with `"family": "ntxent"` an NT-Xent case (ntxent_case.NtXentCase)."""
     if isinstance(obj, dict) and "family" in obj:
-        family = _choice(obj["family"], "family", ("infonce", "clip"))
+        family = _choice(obj["family"], "family", ("infonce", "clip", "ntxent"))
         if family == "clip":
             from .clip_case import parse_clip_case
             return parse_clip_case(obj)
+        if family == "ntxent":
+            from .ntxent_case import parse_ntxent_case
+            return parse_ntxent_case(obj)
     top = ("format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
            "accumulation", "rng", "batches")
     # "found" (how a property campaign found the case) is metadata: not read here.

@@ -37,8 +37,8 @@ from .spec import normalized, torch_dtype
 
 def of(case):
     """The family of a case that needs this module's program, or None (rank.py's program)."""
-    if case.family == "clip":
-        return "clip"
+    if case.family in ("clip", "ntxent"):
+        return case.family
     if case.strategy is not None or case.learnable_temperature:
         return "infonce"
     return None
@@ -50,6 +50,11 @@ def loss_function(adapter, case):
         function = getattr(adapter, "clip_loss", None)
         if function is None:
             raise StepFailed("the adapter has no clip_loss: it does not run the CLIP family")
+        return function
+    if case.family == "ntxent":
+        function = getattr(adapter, "ntxent_loss", None)
+        if function is None:
+            raise StepFailed("the adapter has no ntxent_loss: it does not run the NT-Xent family")
         return function
     return adapter.loss
 
@@ -146,8 +151,35 @@ class ClipContext(FamilyContext):
         return adapter.clip_loss(self, image, text, logit_scale, self.logit_bias)
 
 
+class NtXentContext(FamilyContext):
+    """An NT-Xent rank: `inputs(micro)` is (first views n x F, second views n x F), both
+    encoded by the one replica; `ntxent_loss(ctx, first, second)` gets the embeddings (the
+    temperature: ctx.case.temperature, or the parameter ctx.inverse_temperature)."""
+
+    def inputs(self, micro):
+        key = (micro, self.dp_rank)
+        if key not in self._inputs:
+            first, second = self.case.batches[micro][self.dp_rank]
+            self._inputs[key] = (torch.tensor(first, dtype=self.dtype),
+                                 torch.tensor(second, dtype=self.dtype))
+        return self._inputs[key]
+
+    def family_loss(self, adapter, generator):
+        x_first, x_second = self.inputs(self.micro)
+        first, second = self.encode(x_first), self.encode(x_second)
+        if generator:
+            return (yield from adapter.ntxent_loss(self, first, second))
+        return adapter.ntxent_loss(self, first, second)
+
+
+def context_class(case):
+    """The rank context of a case's family."""
+    return {"clip": ClipContext, "ntxent": NtXentContext}.get(case.family, FamilyContext)
+
+
 def inverse_temperature_parameter(case, dtype):
-    return torch.nn.Parameter(torch.tensor(1.0 / case.loss.temperature, dtype=dtype))
+    temperature = case.temperature if case.family == "ntxent" else case.loss.temperature
+    return torch.nn.Parameter(torch.tensor(1.0 / temperature, dtype=dtype))
 
 
 # --------------------------------------------------------------------------------------
@@ -287,8 +319,8 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
             model = models[w]
             direct = ({"inverse_temperature": inverse_temperature_parameter(case, dtype)}
                       if case.learnable_temperature else {})
-            ctx = FamilyContext(case, w, model, group, replays_draws, inputs,
-                                {"weight": model.weight}, direct)
+            ctx = context_class(case)(case, w, model, group, replays_draws, inputs,
+                                      {"weight": model.weight}, direct)
         contexts.append(ctx)
     threaded = not is_generator(adapter, case)
     if threaded:
@@ -324,7 +356,7 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
     per_rank = [{name: p.grad for name, p in {**ctx.encoders, **ctx.direct}.items()}
                 for ctx in contexts]
     out = result_of(case, losses, per_rank, reduce_gradients)
-    if case.family != "clip":
+    if case.family == "infonce":
         out["padding_draws"] = [[ctx.draws[m] for ctx in contexts] for m in range(case.steps)]
     return out
 
@@ -355,8 +387,7 @@ def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
             module.inverse_temperature = inverse_temperature_parameter(case, dtype)
             direct = {"inverse_temperature": module.inverse_temperature}
     model = wrap_and_seed(module, case, world_rank, group)
-    context = ClipContext if case.family == "clip" else FamilyContext
-    ctx = context(case, world_rank, model, group, replays_draws, None, encoders, direct)
+    ctx = context_class(case)(case, world_rank, model, group, replays_draws, None, encoders, direct)
     ctx.sync_context = lambda last: model.no_sync() if not last else _null()
     ctx.autograd_gather = ddp_autograd_gather
     reported = drive(family_rank_program(adapter, ctx, agree_on_failure=_agree_on_failure),
@@ -374,7 +405,7 @@ def ddp_result(case, reports):
     per_rank = [{name: torch.tensor(g, dtype=torch.float64)
                  for name, g in reports[w]["grads_by_name"].items()} for w in range(case.world)]
     out = result_of(case, [reports[w]["loss"] for w in range(case.world)], per_rank, None)
-    if case.family != "clip":
+    if case.family == "infonce":
         out["padding_draws"] = [[reports[w]["draws"][m] for w in range(case.world)]
                                 for m in range(case.steps)]
     return out

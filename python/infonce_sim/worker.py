@@ -102,6 +102,8 @@ def outside_supports(case, supports):
     """Why the case is outside the handshake's `supports`, or None."""
     if case.family == "clip":
         return _clip_outside_supports(case, supports)
+    if case.family == "ntxent":
+        return _ntxent_outside_supports(case, supports)
     checks = [
         (case.loss.use_batch in supports.get("use_batch", [True]), "use_batch"),
         (case.loss.hard_negatives is None or supports.get("hard_negatives", False),
@@ -143,6 +145,20 @@ def _clip_outside_supports(case, supports):
     checks = [
         ("clip" in supports.get("families", ["infonce"]), "family"),
         (case.logit_bias is None or supports.get("logit_bias", False), "clip.logit_bias"),
+        *_step_checks(case, supports),
+    ]
+    return _first_outside(checks)
+
+
+def _ntxent_outside_supports(case, supports):
+    checks = [
+        ("ntxent" in supports.get("families", ["infonce"]), "family"),
+        (not case.learnable_temperature
+         or "learnable_temperature" in supports.get("extension_keys", []),
+         "learnable_temperature"),
+        (supports.get("unequal_batches", True)
+         or all(len({len(first) for first, _ in micro}) == 1 for micro in case.batches),
+         "unequal batches"),
         *_step_checks(case, supports),
     ]
     return _first_outside(checks)

@@ -43,6 +43,13 @@ def boolean(value, name):
     raise ValueError(f"--option {name}={value}: expected true or false")
 
 
+def choice(value, allowed, name):
+    """An --option value that must be one of `allowed` (ValueError naming them otherwise)."""
+    if value not in allowed:
+        raise ValueError(f"--option {name}={value}: expected one of {', '.join(allowed)}")
+    return value
+
+
 def version(distribution):
     return importlib.metadata.version(distribution)
 
@@ -68,6 +75,19 @@ def supports(max_world, unequal_batches, include_qq=False, reported_loss="global
     return handshake(max_world, include_qq=include_qq, unequal_batches=unequal_batches,
                      unequal_documents=False, reported_loss=reported_loss,
                      rng_modes=["synced", "per-rank"])
+
+
+def ntxent_supports(max_world, **fields):
+    """The handshake of a package's loss that runs the NT-Xent family only (handshake())."""
+    return handshake(max_world, families=["ntxent"], extension_keys=["dtype", "family"], **fields)
+
+
+def labelled_views(ctx, first, second):
+    """An NT-Xent rank's rows as a metric-learning batch: (its first views then its second
+    views, their labels: sample i's global index for both of its views, rank * n + i, which
+    assumes equal batches)."""
+    n = first.shape[0]
+    return torch.cat([first, second]), (torch.arange(n) + ctx.dp_rank * n).repeat(2)
 
 
 def keywords(options: Mapping[str, object]) -> str:
@@ -126,6 +146,14 @@ class ClipOnly:
 
     def loss(self, ctx, embeddings, labels):
         raise CaseError(f"{self.name}: runs CLIP cases only (family clip)")
+
+
+class NtXentOnly:
+    """The base of an adapter that runs the NT-Xent family only (its `ntxent_loss`): an
+    InfoNCE case is the step's error, not an AttributeError."""
+
+    def loss(self, ctx, embeddings, labels):
+        raise CaseError(f"{self.name}: runs NT-Xent cases only (family ntxent)")
 
 
 def refuse(ctx, message):

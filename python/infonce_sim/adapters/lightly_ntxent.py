@@ -1,35 +1,32 @@
-"""`lightly`: lightly's real NTXentLoss(gather_distributed=True), loaded, and NOT run: no family
-of today's case format expresses it (the NT-Xent family is SPEC section 14, not yet built).
+"""`lightly`: lightly's real NTXentLoss(gather_distributed=True) on the NT-Xent family (SPEC
+section 14): each rank calls NTXentLoss(temperature=T, gather_distributed=True)(z0, z1) on
+its two views' embeddings.
 
-Loading: `lightly/loss/ntx_ent_loss.py` imports `lightly.models.modules.memory_bank` (which
-imports `lightly.models.utils`, whose first lines import `torchvision.ops.StochasticDepth`)
-and `lightly.utils.dist`; `import lightly` runs `lightly/__init__`, which imports torchvision,
-and PyPI's torchvision 0.28.0 does not load beside the CPU torch 2.13.0 ("operator
-torchvision::nms does not exist"). `_loading.bare_packages` runs the installed files
-themselves with `lightly`, `lightly.loss`, `lightly.models`, `lightly.models.modules` and
-`lightly.utils` as bare packages (their `__path__`, no `__init__` run), and a stand-in
-`torchvision.ops.StochasticDepth` (raises if constructed; the loss never does) present only
-while the files load.
+lightly gathers both views with its GatherLayer over the default group (the world: one
+replica per shard), takes its own 2n rows as queries against every gathered row, targets
+at rank * n + i, and reports that rank-local loss: the point autograd/local/scale-1/mean,
+exact with equal batches (which its targets assume). Before PR #1531 ("fix gatherlayer",
+lightly 1.5.x) the GatherLayer's backward returned this rank's own slot of the incoming
+gradient without summing over the ranks: the point detached-own-live/local/scale-1/mean.
+`--option site=before-1531` loads that version, installed by scripts/python-env.sh with
+`pip install --target VENV/lightly-1.5.0 --no-deps` (python/requirements/lightly-before-1531.txt);
+`--option site=DIR` loads DIR/lightly.
 
-Why it is not run (`NOT_EXPRESSIBLE`): NTXentLoss(out0, out1) has 2n query rows per rank,
-BOTH views, each against the other view's gathered rows (positive at rank * n + i) and its
-own view's gathered rows without itself, CE averaged over the 2n rows. The InfoNCE family
-with groups [x, x'] (no negatives), use_batch and include_qq is exactly the first n rows
-(view 0 as queries: L0); it has no rows with a document as query (include_dd adds p . docs
-to the query's own row), so lightly's (L0 + L1) / 2 is not an InfoNCE case, and no call of
-the symmetric loss isolates L0. The CLIP family has both directions as rows but no same-view
-negatives, two towers and a logit scale for one encoder and 1/T. lightly's distributed
-strategy itself (GatherLayer: all_gather, all_reduce of the slots' gradients; local rows,
-targets rank * n) is the point autograd/local/scale-1/mean, which the harness has.
+NTXentLoss L2-normalises both views itself: a case with encoder normalisation off is
+declined. Loading: `lightly/__init__` imports torchvision, which PyPI cannot pair with the CPU torch
+here; `_loading.bare_packages` runs the loss's own files with the packages bare and a
+stand-in `torchvision.ops.StochasticDepth` (raises if constructed; the loss never does).
 """
 
+import pathlib
+import sys
+
+from . import _kit
 from ._loading import bare_packages, package_dir
 
 PACKAGE = "lightly"
-CONFIGURATIONS = []  # none runs until the NT-Xent family (SPEC 14) exists
-NOT_EXPRESSIBLE = ("NTXentLoss(gather_distributed=True) averages both views' rows (2n per rank, "
-                   "same-view negatives): the NT-Xent family, SPEC section 14, is not built; "
-                   "InfoNCE + include_qq is one direction only, CLIP lacks same-view negatives")
+CONFIGURATIONS = [{"_point": "autograd/local/scale-1/mean"},
+                  {"site": "before-1531", "_point": "detached-own-live/local/scale-1/mean"}]
 
 
 class _StochasticDepth:  # torchvision.ops.StochasticDepth while lightly.models.utils loads
@@ -37,16 +34,32 @@ class _StochasticDepth:  # torchvision.ops.StochasticDepth while lightly.models.
         raise ImportError("torchvision is not importable here (stand-in of infonce_sim)")
 
 
-def load_ntxent():
-    """The installed lightly's NTXentLoss class (its own file, run as it is)."""
-    directory = package_dir("lightly")
-    if directory is None:
-        raise ValueError("lightly is not installed (pip install lightly --no-deps)")
+def load_ntxent(site=None):
+    """lightly's NTXentLoss class and its directory: the installed package's, or DIR/lightly."""
+    directory = pathlib.Path(site) / "lightly" if site else package_dir("lightly")
+    if directory is None or not (directory / "loss" / "ntx_ent_loss.py").is_file():
+        raise ValueError(f"no lightly at {site or 'the installed packages'} "
+                         "(scripts/python-env.sh installs both)")
     standins = {"torchvision": {}, "torchvision.ops": {"StochasticDepth": _StochasticDepth}}
     with bare_packages("lightly", directory, standins) as import_module:
-        return import_module("lightly.loss.ntx_ent_loss").NTXentLoss
+        return import_module("lightly.loss.ntx_ent_loss").NTXentLoss, directory
 
 
-def make(**_):
-    load_ntxent()  # installed and importable: the reason below is the family, not the import
-    raise ValueError(f"--adapter lightly: {NOT_EXPRESSIBLE}")
+class LightlyAdapter(_kit.NtXentOnly):
+    def __init__(self, site=None, max_world=8, **_):
+        before = pathlib.Path(sys.prefix) / "lightly-1.5.0"
+        self.ntxent, where = load_ntxent(before if site == "before-1531" else site)
+        self.name = f"lightly NTXentLoss(gather_distributed=True) ({where})"
+        # its targets are rank * n (equal batches); each rank reports its own rows' loss
+        self.supports = _kit.ntxent_supports(max_world, unequal_batches=False,
+                                             reported_loss="rank-local")
+
+    def decline(self, case):
+        return _kit.unnormalized(case, "lightly")
+
+    def ntxent_loss(self, ctx, first, second):
+        return self.ntxent(temperature=ctx.case.temperature, gather_distributed=True)(first, second)
+
+
+def make(**options):
+    return LightlyAdapter(**options)
