@@ -94,7 +94,10 @@ def main():
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
     import torch
     torch.set_num_threads(1)  # as the worker does
-    lines = [line for line in args.requests.read_text().splitlines() if line.strip()]
+    try:
+        lines = [line for line in args.requests.read_text().splitlines() if line.strip()]
+    except OSError as e:
+        raise SystemExit(f"replay_ab: {args.requests}: {e.strerror}") from None
     if not lines:
         raise SystemExit(f"replay_ab: {args.requests}: no requests")
     with tempfile.TemporaryDirectory() as scratch:
