@@ -330,6 +330,18 @@ step::StepShape step_shape(const Case& c) {
     }
     return shape;
   }
+  if (c.ntxent) {
+    // Every row meets the rows of its own view: under a world gather, its own
+    // replica copies too (as InfoNCE's include_qq).
+    shape.copies_interact = true;
+    for (const auto& shards : c.ntxent->batches) {
+      for (const NtXentShardBatch& shard : shards) {
+        shape.equal_batches =
+            shape.equal_batches && shard.first.rows() == shards.front().first.rows();
+      }
+    }
+    return shape;
+  }
   shape.copies_interact = c.loss.use_batch && (c.loss.include_qq || c.loss.include_dd);
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     const auto& shards = c.batches[static_cast<std::size_t>(m)];

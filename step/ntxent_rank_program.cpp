@@ -15,9 +15,9 @@ namespace {
 
 // One view's rows after the gather: every slot's, the own live rows at own_offset.
 template <class Scalar>
-AssembledRows<Scalar> view_rows(sim::Communicator& comm, const sim::Group& dp_group, const Case& c,
-                                bool gather, const Matrix<Scalar>& local, std::int32_t dp_rank) {
-  if (gather) return gather_rows(comm, dp_group, c.gather, local, dp_rank);
+AssembledRows<Scalar> view_rows(sim::Communicator& comm, const sim::Group& group, const Case& c,
+                                bool gather, const Matrix<Scalar>& local, std::int32_t own_slot) {
+  if (gather) return gather_rows(comm, group, c.gather, local, own_slot);
   AssembledRows<Scalar> own;
   own.rows = local;
   own.slot_rows = {local.rows()};
@@ -83,8 +83,9 @@ RankOutput<Scalar> run_ntxent_rank_program(sim::Communicator& comm, const Case& 
   INFONCE_ASSERT(dp_group.size() == c.mesh.dp);
 
   const Matrix<Scalar> weight = c.weight.cast<Scalar>();
-  const bool gather = c.mesh.dp > 1;  // the family always gathers
   const Strategy strategy = strategy_of(c, v);
+  const GatherSlots slots = gather_slots(comm, dp_group, strategy.group, c.mesh);
+  const bool gather = slots.group.size() > 1;  // the family always gathers
   const GatherKind gather_kind = gather ? strategy.gather : GatherKind::detached_own_live;
   const bool local_loss = gather && strategy.scope == LossScope::local;
   const auto scale = static_cast<Scalar>(compensation_scale(c, v));
@@ -101,8 +102,9 @@ RankOutput<Scalar> run_ntxent_rank_program(sim::Communicator& comm, const Case& 
     const Matrix<Scalar>& second_x = as_scalar<Scalar>(batch.second, second_storage);
     const Matrix<Scalar> first = loss::encode(weight, first_x, ntxent.normalize);
     const Matrix<Scalar> second = loss::encode(weight, second_x, ntxent.normalize);
-    const AssembledRows<Scalar> firsts = view_rows(comm, dp_group, c, gather, first, dp_rank);
-    const AssembledRows<Scalar> seconds = view_rows(comm, dp_group, c, gather, second, dp_rank);
+    const AssembledRows<Scalar> firsts = view_rows(comm, slots.group, c, gather, first, slots.own);
+    const AssembledRows<Scalar> seconds =
+        view_rows(comm, slots.group, c, gather, second, slots.own);
     INFONCE_ASSERT(firsts.own_offset == seconds.own_offset);
     const std::int64_t own_offset = firsts.own_offset;
     const Eigen::Index samples = firsts.rows.rows();
@@ -127,11 +129,12 @@ RankOutput<Scalar> run_ntxent_rank_program(sim::Communicator& comm, const Case& 
         local_loss ? Matrix<Scalar>(result.grad_queries.bottomRows(n)) : Matrix<Scalar>(),
         local_loss, own_offset);
     const Matrix<Scalar> own_first = own_rows_gradient(
-        comm, dp_group, gather_kind, first_grad.total,
-        local_loss ? &first_grad.query_rows : nullptr, firsts.slot_rows, own_offset, n, dp_rank);
-    const Matrix<Scalar> own_second = own_rows_gradient(
-        comm, dp_group, gather_kind, second_grad.total,
-        local_loss ? &second_grad.query_rows : nullptr, seconds.slot_rows, own_offset, n, dp_rank);
+        comm, slots.group, gather_kind, first_grad.total,
+        local_loss ? &first_grad.query_rows : nullptr, firsts.slot_rows, own_offset, n, slots.own);
+    const Matrix<Scalar> own_second =
+        own_rows_gradient(comm, slots.group, gather_kind, second_grad.total,
+                          local_loss ? &second_grad.query_rows : nullptr, seconds.slot_rows,
+                          own_offset, n, slots.own);
 
     Matrix<Scalar> grad_weight =
         loss::encode_backward(weight, first_x, ntxent.normalize, own_first) +
