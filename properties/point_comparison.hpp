@@ -38,9 +38,11 @@ struct PointDifference {
 // case's padding_draws) against `observed`, the step's result; nullopt when
 // every rank's loss and the flat gradient (W's entries, then the direct
 // parameters') agree.
-std::optional<PointDifference> compare_with_point(const Case& c,
-                                                  const step::DistributedResult& observed,
-                                                  const PointAllowance& allowance);
+// `expected_losses`, when given, replace the point's reported losses (a step
+// with a rank-local reported loss).
+std::optional<PointDifference> compare_with_point(
+    const Case& c, const step::DistributedResult& observed, const PointAllowance& allowance,
+    const std::vector<double>* expected_losses = nullptr);
 
 // Whether a reported loss agrees with the expected one within `allowance`
 // (two non-finite values agree when they are the same; NaN: both NaN).

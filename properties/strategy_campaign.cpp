@@ -14,6 +14,7 @@
 #include "properties/oracle_agrees.hpp"
 #include "properties/point_comparison.hpp"
 #include "properties/properties.hpp"
+#include "properties/sut_step.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
 
@@ -252,13 +253,16 @@ double largest_logit(const Case& c) {
 // (replaying the step's own padding draws); true when that decides the case
 // (a difference: a mismatch; the rank program cannot run it: discarded).
 bool judge_at_point(const Case& c, const std::optional<loss::RecordedDraws>& draws,
-                    const step::DistributedResult& distributed,
+                    bool rank_local_loss, const step::DistributedResult& distributed,
                     const step::ReferenceValues& reference, StrategyCaseResult& result) {
   Case judged = c;
   if (draws) judged.padding_draws = *draws;
   std::optional<PointDifference> difference;
   try {
-    difference = compare_with_point(judged, distributed, point_allowance(c, reference));
+    const std::vector<double> local =
+        rank_local_loss ? rank_local_losses(judged) : std::vector<double>{};
+    difference = compare_with_point(judged, distributed, point_allowance(c, reference),
+                                    rank_local_loss ? &local : nullptr);
   } catch (const std::exception& e) {
     result.observation = StrategyObservation::discarded;
     result.detail = std::string("the point's rank program cannot run the case: ") + e.what();
@@ -615,10 +619,12 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner, 
   }
   step::DistributedResult distributed;
   std::optional<loss::RecordedDraws> external_draws;
+  bool rank_local_loss = false;
   try {
     if (runner) {
       StepRun run = runner(c, reference);
       distributed = std::move(run.result);
+      rank_local_loss = run.rank_local_loss;
       if (run.reference) {  // the reference padded as the step did
         reference = std::move(*run.reference);
         result.reference_zero = reference.grad.squaredNorm() == 0;
@@ -656,7 +662,9 @@ StrategyCaseResult check_strategy_case(const Case& c, const StepRunner& runner, 
   // (any multiple of the reference fits "no single ratio").
   const bool fits = result.observation == StrategyObservation::confirmed ||
                     result.observation == StrategyObservation::no_counterexample;
-  if (runner && fits) judge_at_point(c, external_draws, distributed, reference, result);
+  if (runner && fits) {
+    judge_at_point(c, external_draws, rank_local_loss, distributed, reference, result);
+  }
   return result;
 }
 

@@ -99,6 +99,10 @@ struct StepRun {
   // Those draws ([micro][dp shard], each shard's first replica): the rank
   // program at the case's point replays them when it judges the step.
   std::optional<loss::RecordedDraws> padding_draws;
+  // The step reports each rank's own rows' loss (handshake reported_loss
+  // "rank-local"): judged against properties::rank_local_losses, not the
+  // point's reported loss.
+  bool rank_local_loss = false;
 };
 using StepRunner = std::function<StepRun(const Case&, const step::ReferenceValues&)>;
 // Thrown by a runner whose step declined the case (with its reason): the

@@ -191,21 +191,6 @@ void check_sut_uncompensated(const Case& judged, sut::Session& session,
   check_uncompensated_gradient(judged, before_fix.result->grad, own, verdict);
 }
 
-// Each rank's loss restricted to its own rows: SPEC section 9's local scope,
-// L_d = the mean (or sum) over the rank's own groups of l_g, the per-group
-// term of the global loss (its queries against every gathered document).
-// The rank program reports exactly that at a local point; the gather and the
-// backward scale change the gradient, not the reported value.
-std::vector<double> rank_local_losses(const Case& c) {
-  Case local = c;
-  local.strategy = Strategy{GatherKind::detached_own_live, LossScope::local, BackwardScale::none,
-                            c.reduction};
-  local.compensate = true;  // what a strategy requires; the reported value is unscaled
-  step::RunOptions options;
-  options.share_identical_losses = true;
-  return step::run_on_fibers(local, step::StepVariant{}, options).losses;
-}
-
 // A rank-local reported loss (reported_loss "rank-local"): every rank's loss
 // against the reference's loss over that rank's own rows. The losses are
 // then replaced by the reference's, so that the rest is judged as for a
@@ -283,16 +268,28 @@ CaseVerdict check_external_case(const Case& c, sut::Session& session,
   return verdict;
 }
 
+std::vector<double> rank_local_losses(const Case& c) {
+  Case local = c;
+  const GatherGroup group = c.strategy ? c.strategy->group : GatherGroup::dp;
+  local.strategy = Strategy{GatherKind::detached_own_live, LossScope::local, BackwardScale::none,
+                            c.reduction, group};
+  local.compensate = true;  // what a strategy requires; the reported value is unscaled
+  step::RunOptions options;
+  options.share_identical_losses = true;
+  return step::run_on_fibers(local, step::StepVariant{}, options).losses;
+}
+
 StepRun run_on_sut(sut::Session& session, const Case& c, const step::ReferenceValues& reference) {
   const sut::StepOutcome outcome = session.run(c);
   if (!outcome.declined.empty()) throw StepDeclined(outcome.declined);
   if (!outcome.result) throw StepFailure("the SUT failed: " + outcome.failure);
   StepRun run;
+  run.rank_local_loss = session.handshake().supports.rank_local_loss;
   // A world gather with replicas pads each of the R copies: its draws replay
   // in the rank program at the point, but cannot pad the reference's
   // distinct batch, which keeps the case's own generator.
-  const bool pads_copies = c.strategy && c.strategy->group == GatherGroup::world &&
-                           c.mesh.replicas() > 1;
+  const bool pads_copies =
+      c.strategy && c.strategy->group == GatherGroup::world && c.mesh.replicas() > 1;
   if (c.loss.hard_negatives && outcome.result->padding_draws && pads_copies) {
     run.padding_draws = first_replica_draws(*outcome.result->padding_draws, c.mesh);
     run.result = distributed_result(*outcome.result, c, reference);

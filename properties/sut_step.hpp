@@ -46,6 +46,14 @@ class StepFailure : public std::runtime_error {
 };
 StepRun run_on_sut(sut::Session& session, const Case& c, const step::ReferenceValues& reference);
 
+// Each rank's loss restricted to its own rows: SPEC section 9's local scope,
+// L_d = the mean (or sum) over the rank's own groups of l_g, the per-group
+// term of the global loss (its queries against every gathered document), over
+// the case's gather group. The rank program reports exactly that at a local
+// point; the gather kind and the backward scale change the gradient, not the
+// reported value. What a SUT with a rank-local reported loss must report.
+std::vector<double> rank_local_losses(const Case& c);
+
 class SutStep final : public ExternalStep {
  public:
   // Starts `jobs` SUT processes and reads their handshakes, which must be

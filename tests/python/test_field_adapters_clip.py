@@ -1,5 +1,5 @@
 """The field's built-in adapters on the INSTALLED packages: open-clip (open-clip-torch's
-own open_clip/loss.py), lightly (its NTXentLoss, loaded and refused: no family expresses it),
+own open_clip/loss.py), lightly (its NTXentLoss on the NT-Xent family: test_field_ntxent.py),
 ms-swift (an installed ms-swift's embedding.py where one is found), and `python -m
 infonce_sim.field` on one adapter.
 
@@ -92,10 +92,10 @@ def test_open_clip_shared_copy_option_still_loads(open_clip_root):
     assert str(adapter.path).startswith(str(open_clip_root))
 
 
-def test_lightly_ntxent_loads_from_the_installed_package_and_is_refused_with_the_reason():
+def test_lightly_ntxent_loads_from_the_installed_package_and_declares_the_ntxent_family():
     _installed("lightly", "lightly")
     from infonce_sim.adapters import lightly_ntxent
-    ntxent = lightly_ntxent.load_ntxent()
+    ntxent, _ = lightly_ntxent.load_ntxent()
     module = sys.modules[ntxent.__module__]
     assert pathlib.Path(module.__file__) == package_dir("lightly") / "loss" / "ntx_ent_loss.py"
     assert "torchvision" not in sys.modules  # the stand-in is gone after loading
@@ -110,7 +110,10 @@ def test_lightly_ntxent_loads_from_the_installed_package_and_is_refused_with_the
     want = torch.nn.functional.cross_entropy(logits, torch.tensor([3, 4, 5, 0, 1, 2]))
     assert float(value) == pytest.approx(float(want), rel=1e-12)
     proc = _worker("--adapter", "lightly")
-    assert proc.returncode == 2 and "SPEC section 14" in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    shake = json.loads(proc.stdout.splitlines()[0])
+    assert shake["supports"]["families"] == ["ntxent"]  # runs on the NT-Xent family now
+    assert shake["supports"]["reported_loss"] == "rank-local"
 
 
 @pytest.mark.optional_install  # CI leaves ms-swift out (scripts/python-env-swift.sh: 804 MB)

@@ -53,8 +53,10 @@ class OpenClipAdapter(_kit.ClipOnly):
         self.point = _kit.configured_point(CONFIGURATIONS, self.options)
         self.name = f"open_clip ClipLoss ({self.path}; {_kit.keywords(self.options)}: {self.point})"
         # ClipLoss's all_gather needs one shape on every rank, its local targets are n * rank
-        self.supports = _kit.handshake(max_world, families=["clip"], logit_bias=False,
-                                       unequal_batches=False, extension_keys=["dtype", "family"])
+        self.supports = _kit.handshake(  # a local loss reports the rank's own rows' loss
+            max_world, families=["clip"], logit_bias=False, unequal_batches=False,
+            reported_loss="rank-local" if self.options["local_loss"] else None,
+            extension_keys=["dtype", "family"])
 
     def clip_loss(self, ctx, image, text, logit_scale, logit_bias):
         clip_loss = self.module.ClipLoss(**self.options, rank=ctx.dp_rank, world_size=ctx.dp,
