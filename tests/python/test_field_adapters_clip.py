@@ -136,8 +136,8 @@ def test_field_table_on_open_clip(tmp_path, infonce_sim):
     _installed("open-clip-torch", "open_clip")
     out = tmp_path / "field.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "infonce_sim.field", "--adapter", "open-clip", "--adapter",
-         "lightly", "--match", "gather_with_grad=false", "--cases", "12", "--sim", infonce_sim, "--out", str(out),
+        [sys.executable, "-m", "infonce_sim.field", "--adapter", "open-clip", "--match",
+         "gather_with_grad=false", "--cases", "12", "--sim", infonce_sim, "--out", str(out),
          "--corpus-dir", str(tmp_path / "found")],
         cwd=ROOT / "python", capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -150,10 +150,8 @@ def test_field_table_on_open_clip(tmp_path, infonce_sim):
     assert "ratio 1/P (as predicted" in default and "| bug |" in default, default
     local = by_options["local_loss=true, gather_with_grad=false"]
     assert "dropped terms) (as predicted" in local and "| bug |" in local, local
-    assert "| lightly | 1.6" in table and "not run: " in table
     assert "Bugs found: 2:" in table and "reproduce: `" in table, table
     # issue 28: per adapter, its lines of code (+ metadata), the version and the verdicts
     assert re.search(r"\| `open-clip` \| 3\.3[.\d]* \| \d+ \(\+\d+\) \| 2 bug \|", table), table
-    assert re.search(r"\| `lightly` \| 1\.6[.\d]* \| \d+ \(\+\d+\) \| not run: ", table), table
     small = sorted((tmp_path / "found").glob("clip-small-*.json"))  # replay FILE fails on them
     assert small and all(str(f) in table for f in small), table  # (one case may serve both)
