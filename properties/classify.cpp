@@ -48,15 +48,38 @@ CaseSpec spec_of(const Design& d, Reduction reduction) {
   return spec;
 }
 
+Case case_of(const Design& d, Reduction reduction, bool clip) {
+  Case c = clip ? build_clip_case(spec_of(d, reduction)) : build_case(spec_of(d, reduction));
+  c.learnable_temperature = d.learnable_temperature && !clip;
+  return c;
+}
+
+// The design with one negative per query: for a step whose queries must all
+// hold the same number of documents (its handshake's unequal_documents
+// false). Its meshes and group counts, unequal batches included, stay.
+Design one_negative_each(Design d) {
+  for (auto& micro : d.negatives) {
+    for (auto& shard : micro) {
+      for (std::int32_t& k : shard) k = 1;
+    }
+  }
+  return d;
+}
+
 std::optional<DesignedCase> designed_case(const Design& d, Reduction reduction, bool clip,
                                           const StepSupports& supports,
                                           std::vector<std::string>* outside) {
-  const std::string name = std::string(clip ? "clip " : "infonce ") + d.name + ", " +
-                           std::string(step::name_of(reduction));
+  std::string name = std::string(clip ? "clip " : "infonce ") + d.name + ", " +
+                     std::string(step::name_of(reduction));
   if (clip && !d.use_batch) return std::nullopt;  // CLIP always gathers
-  Case c = clip ? build_clip_case(spec_of(d, reduction)) : build_case(spec_of(d, reduction));
-  c.learnable_temperature = d.learnable_temperature && !clip;
-  if (const auto why = supports(c)) {
+  Case c = case_of(d, reduction, clip);
+  std::optional<std::string> why = supports(c);
+  if (why && !clip && why->find("unequal documents") != std::string::npos) {
+    c = case_of(one_negative_each(d), reduction, clip);
+    name += " (one negative per query)";
+    why = supports(c);
+  }
+  if (why) {
     if (outside != nullptr) outside->push_back(name + ": " + *why);
     return std::nullopt;
   }

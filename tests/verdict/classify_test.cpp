@@ -89,3 +89,39 @@ TEST(Classify, AStepAtNoPointMatchesNoneAndEachPointIsRuledOutByACase) {
 
 }  // namespace
 }  // namespace infonce::properties
+
+namespace infonce::properties {
+namespace {
+
+// A step whose queries must hold one number of documents each (handshake
+// unequal_documents false, as sentence-transformers and pytorch-metric-learning
+// declare) still gets the designed meshes and batch shapes: with one negative
+// per query, not refused as "unequal documents".
+TEST(Classify, AStepNeedingEqualDocumentsGetsTheDesignsWithOneNegativePerQuery) {
+  const StepSupports equal_documents = [](const Case& c) -> std::optional<std::string> {
+    for (const auto& shards : c.batches) {
+      for (const auto& shard : shards) {
+        for (const std::int32_t k : shard.negative_counts) {
+          if (k != c.batches[0][0].negative_counts.at(0)) return "unequal documents";
+        }
+      }
+    }
+    return std::nullopt;
+  };
+  std::vector<std::string> outside;
+  const std::vector<DesignedCase> cases = designed_cases(equal_documents, true, false, false,
+                                                         &outside);
+  EXPECT_TRUE(outside.empty()) << outside.front();
+  std::int32_t adapted = 0;
+  for (const DesignedCase& d : cases) {
+    adapted += d.name.find("(one negative per query)") != std::string::npos;
+    EXPECT_FALSE(equal_documents(d.c).has_value()) << d.name;
+  }
+  EXPECT_GT(adapted, 0);
+  EXPECT_EQ(cases.size(), designed_cases([](const Case&) { return std::nullopt; }, true, false,
+                                         false)
+                              .size());
+}
+
+}  // namespace
+}  // namespace infonce::properties
