@@ -41,7 +41,17 @@ void print_matches(std::ostream& out, const std::vector<step::Strategy>& matchin
 }
 
 void print_ruled_out(std::ostream& out, const properties::Classification& c) {
-  out << "matches no point; the case that rules out each:\n";
+  std::string gradients;
+  for (const properties::PointClassification& p : c.points) {
+    if (p.gradients_match) gradients += std::string("\n  ") + std::string(step::name_of(p.point));
+  }
+  out << "matches no point";
+  if (!gradients.empty()) {
+    out << ": its gradients are, on every case, those of the points below, but not its "
+           "reported loss (a loss apart from its gradient):"
+        << gradients << "\n";
+  }
+  out << (gradients.empty() ? "; " : "") << "the case that rules out each:\n";
   for (const properties::PointClassification& p : c.points) {
     out << "  " << step::name_of(p.point) << ": "
         << (p.judged == 0 ? std::string("not tried (no case of its reduction ran)")

@@ -103,14 +103,22 @@ void judge_every_point(const DesignedCase& d, const StepRun& run,
   for (PointClassification& p : out.points) {
     if (p.point.reduction != d.c.reduction) continue;
     ++p.judged;
-    if (!p.ruled_out_by.empty()) continue;
+    if (!p.ruled_out_by.empty() && !p.gradients_match) continue;
     std::optional<PointDifference> difference;
+    bool gradients_match = false;
     try {
-      difference = compare_results(judged, run.result, at_point(judged, p.point), allowance);
+      step::DistributedResult point = at_point(judged, p.point);
+      difference = compare_results(judged, run.result, point, allowance);
+      point.losses = run.result.losses;  // the gradients alone
+      gradients_match = !compare_results(judged, run.result, point, allowance).has_value();
     } catch (const std::exception& e) {
       difference = PointDifference{"the rank program cannot run it", e.what()};
     }
-    if (difference) p.ruled_out_by = d.name + ": " + difference->cause + ": " + difference->detail;
+    const bool first_difference = p.ruled_out_by.empty();
+    p.gradients_match = (first_difference || p.gradients_match) && gradients_match;
+    if (difference && first_difference) {
+      p.ruled_out_by = d.name + ": " + difference->cause + ": " + difference->detail;
+    }
   }
 }
 
@@ -162,7 +170,10 @@ Classification classify_step(const std::vector<DesignedCase>& cases,
     out.ran.push_back(d.name);
     judge_every_point(d, run, run.reference ? *run.reference : reference, out);
   }
-  for (PointClassification& p : out.points) p.matches = p.judged > 0 && p.ruled_out_by.empty();
+  for (PointClassification& p : out.points) {
+    p.matches = p.judged > 0 && p.ruled_out_by.empty();
+    p.gradients_match = p.gradients_match && !p.matches;
+  }
   return out;
 }
 

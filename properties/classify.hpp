@@ -39,6 +39,10 @@ struct PointClassification {
   std::int64_t judged = 0;     // cases of its reduction the step ran
   bool matches = false;        // judged > 0 and none differed
   std::string ruled_out_by;    // the first case that differed, and how (one line)
+  // Every case's gradients (both parameter groups) were the point's; what
+  // differed is only the reported loss (a loss scaled or computed apart from
+  // the gradient's, e.g. W x the point's).
+  bool gradients_match = false;
 };
 
 struct Classification {

@@ -125,3 +125,37 @@ TEST(Classify, AStepNeedingEqualDocumentsGetsTheDesignsWithOneNegativePerQuery) 
 
 }  // namespace
 }  // namespace infonce::properties
+
+namespace infonce::properties {
+namespace {
+
+// pytorch-metric-learning's shape of bug: the gradient of a point, every rank
+// reporting W x its loss. No point matches; the point's gradients are named
+// (and only points whose gradients agree with it on every case).
+TEST(Classify, AStepWhoseOnlyWrongValueIsTheLossNamesThePointsOfItsGradients) {
+  const auto every_case = [](const Case&) { return std::optional<std::string>(); };
+  const std::vector<DesignedCase> cases = designed_cases(every_case, true, false, false);
+  const Strategy runs{step::GatherKind::detached_own_live, step::LossScope::global,
+                      step::BackwardScale::world_size, Reduction::mean};
+  const StepRunner doubled = [runs](const Case& c, const step::ReferenceValues& reference) {
+    StepRun run = rank_program_at(runs)(c, reference);
+    for (double& loss : run.result.losses) loss *= c.mesh.world;
+    return run;
+  };
+  const Classification result = classify_step(cases, doubled);
+  EXPECT_TRUE(result.matching().empty());
+  bool named = false;
+  for (const PointClassification& p : result.points) {
+    named = named || (p.point == runs && p.gradients_match);
+    if (p.gradients_match) {
+      EXPECT_EQ(predictions(p.point), predictions(runs)) << step::name_of(p.point);
+    }
+  }
+  EXPECT_TRUE(named);
+  // The same step with its own loss: it matches, and nothing is "gradients only".
+  const Classification honest = classify_step(cases, rank_program_at(runs));
+  for (const PointClassification& p : honest.points) EXPECT_FALSE(p.gradients_match);
+}
+
+}  // namespace
+}  // namespace infonce::properties
