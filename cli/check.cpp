@@ -90,7 +90,7 @@ po::options_description check_options(RawOptions& raw) {
       "points, a case with replicas at the point's /world twin every other time; or one, e.g. "
       "autograd/local/scale-P/mean or detached-own-live/global/scale-W/mean/world), its gradient "
       "against the prediction")(
-      "family", po::value<std::string>()->value_name("both|infonce|clip"),
+      "family", po::value<std::string>()->value_name("both|infonce|clip|ntxent"),
       "with --strategies: the loss families drawn (default both: every other case CLIP)")(
       "case-index", po::value<std::string>()->value_name("I"),
       "with --strategies: run case I of the campaign alone (a reproducer the report prints)")(
@@ -458,15 +458,20 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
         "one runs its own point: name it, e.g. --strategies detached-own-live/global/scale-1/mean");
   }
   using properties::FamilyChoice;
-  const bool infonce = supports.infonce_family && options.families != FamilyChoice::clip;
+  const bool ntxent = options.families == FamilyChoice::ntxent;
+  const bool infonce = supports.infonce_family && options.families != FamilyChoice::clip && !ntxent;
   const bool clip = supports.clip_family && supports.declares("family") &&
-                    options.families != FamilyChoice::infonce;
-  if (!infonce && !clip) {
+                    options.families != FamilyChoice::infonce && !ntxent;
+  if (ntxent && !(supports.ntxent_family && supports.declares("family"))) {
+    throw UsageError("check: --family ntxent, but the SUT's handshake has no ntxent family");
+  }
+  if (!infonce && !clip && !ntxent) {
     throw UsageError("check: the SUT runs none of the loss families --family asks for");
   }
-  options.families = infonce && clip ? FamilyChoice::both
-                     : clip          ? FamilyChoice::clip
-                                     : FamilyChoice::infonce;
+  options.families = ntxent            ? FamilyChoice::ntxent
+                     : infonce && clip ? FamilyChoice::both
+                     : clip            ? FamilyChoice::clip
+                                       : FamilyChoice::infonce;
   options.limits.restriction = properties::restriction_of(supports);
   // The strategy campaign draws each case's family itself.
   options.limits.restriction.infonce = true;
@@ -600,6 +605,7 @@ void print_strategy_human(std::ostream& out, const StrategyReport& report,
   }
   print_strategy_cells(out, "infonce", result.cells);
   print_strategy_cells(out, "clip", result.clip_cells);
+  print_strategy_cells(out, "ntxent", result.ntxent_cells);
   out << "correct / ratio / counter: cases where the prediction (correct; an exact ratio r != 1; "
          "no single ratio) held: the gradient is the reference, r x the reference, or no "
          "multiple of it (a counterexample)\n";
@@ -748,7 +754,7 @@ const RegisterCommand kCheck{
     {"check",
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
-     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip] [--sut CMD]] [--format "
+     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip|ntxent] [--sut CMD]] [--format "
      "human|json|junit] [--report FILE]... [--self-check] "
      "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};

@@ -16,11 +16,20 @@ std::string xml_escaped(const std::string& text) {
   std::string out;
   for (const char ch : text) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
@@ -45,8 +54,9 @@ Json cell_json(const std::string& family, const std::string& point, const Strate
 template <class F>
 void for_each_cell(const properties::StrategyCampaignResult& r, F&& f) {
   const auto all = step::all_strategies();
-  for (const char* family : {"infonce", "clip"}) {
-    const auto& cells = std::string(family) == "clip" ? r.clip_cells : r.cells;
+  for (const char* family : {"infonce", "clip", "ntxent"}) {
+    const std::string name = family;
+    const auto& cells = name == "clip" ? r.clip_cells : name == "ntxent" ? r.ntxent_cells : r.cells;
     for (std::size_t i = 0; i < all.size(); ++i) {
       if (cells[i].cases > 0) f(std::string(family), step::name_of(all[i]), cells[i]);
     }
@@ -99,8 +109,7 @@ void print_strategy_mismatches(std::ostream& out, const StrategyReport& r) {
     out << "  " << cause << ": " << group.count << (group.count == 1 ? " case\n" : " cases\n");
     for (const std::string& line : group.lines) out << "    " << line << "\n";
     if (group.count > static_cast<std::int64_t>(group.lines.size())) {
-      out << "    ... " << group.count - static_cast<std::int64_t>(group.lines.size())
-          << " more\n";
+      out << "    ... " << group.count - static_cast<std::int64_t>(group.lines.size()) << " more\n";
     }
     out << "    reproduce: " << strategy_replay_command(r, group.indices.front()) << "\n";
     const StrategyReport::Shrunk* shrunk = shrunk_of(r, cause);
@@ -108,8 +117,8 @@ void print_strategy_mismatches(std::ostream& out, const StrategyReport& r) {
     out << "    shrunk in " << shrunk->steps << " steps: " << shrunk->text << "\n      "
         << shrunk->detail << "\n";
     if (shrunk->saved.empty()) continue;
-    out << "    saved: " << shrunk->saved << "\n    reproduce: "
-        << strategy_file_command(r, shrunk->saved) << "\n";
+    out << "    saved: " << shrunk->saved
+        << "\n    reproduce: " << strategy_file_command(r, shrunk->saved) << "\n";
   }
 }
 
@@ -126,10 +135,10 @@ std::string strategy_report_json(const StrategyReport& r) {
   out["restricted"] = r.restricted_axes;
   out["passed"] = r.passed();
   Json cells = Json::array();
-  for_each_cell(r.result, [&](const std::string& family, const std::string& point,
-                              const StrategyCell& cell) {
-    cells.push_back(cell_json(family, point, cell));
-  });
+  for_each_cell(r.result,
+                [&](const std::string& family, const std::string& point, const StrategyCell& cell) {
+                  cells.push_back(cell_json(family, point, cell));
+                });
   out["cells"] = std::move(cells);
   Json mismatches = Json::array();
   for (const auto& [cause, group] : r.result.mismatches_by_cause) {
@@ -141,13 +150,13 @@ std::string strategy_report_json(const StrategyReport& r) {
     }
     Json entry = {{"cause", cause}, {"count", group.count}, {"cases", std::move(cases)}};
     if (const StrategyReport::Shrunk* shrunk = shrunk_of(r, cause)) {
-      entry["shrunk"] = {{"spec", shrunk->text},
-                         {"detail", shrunk->detail},
-                         {"steps", shrunk->steps},
-                         {"case_file", shrunk->saved.empty() ? Json(nullptr) : Json(shrunk->saved)},
-                         {"reproduce", shrunk->saved.empty()
-                                           ? Json(nullptr)
-                                           : Json(strategy_file_command(r, shrunk->saved))}};
+      entry["shrunk"] = {
+          {"spec", shrunk->text},
+          {"detail", shrunk->detail},
+          {"steps", shrunk->steps},
+          {"case_file", shrunk->saved.empty() ? Json(nullptr) : Json(shrunk->saved)},
+          {"reproduce",
+           shrunk->saved.empty() ? Json(nullptr) : Json(strategy_file_command(r, shrunk->saved))}};
     }
     mismatches.push_back(std::move(entry));
   }
@@ -172,8 +181,7 @@ std::string strategy_report_junit(const StrategyReport& r) {
         }
       }
       cases += "<failure message=\"" + std::to_string(cell.mismatched) + " of " +
-               std::to_string(cell.cases) + " cases differ\">" + xml_escaped(lines) +
-               "</failure>";
+               std::to_string(cell.cases) + " cases differ\">" + xml_escaped(lines) + "</failure>";
     }
     cases += "</testcase>\n";
   });

@@ -10,6 +10,7 @@
 #include "prediction/strategy_prediction.hpp"
 #include "properties/campaign.hpp"
 #include "properties/clip_case.hpp"
+#include "properties/ntxent_case.hpp"
 #include "properties/ntxent_scales.hpp"
 #include "properties/oracle_agrees.hpp"
 #include "properties/point_comparison.hpp"
@@ -374,6 +375,7 @@ struct StrategyDraw {
   bool equal_shards = false;
   bool learnable_temperature = false;
   bool clip = false;
+  bool ntxent = false;
 };
 
 StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
@@ -397,6 +399,7 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   out.learnable_temperature = (draw / 128) % 2 == 1;
   out.clip =
       families == FamilyChoice::clip || (families == FamilyChoice::both && (draw / 256) % 2 == 1);
+  out.ntxent = families == FamilyChoice::ntxent;
   if (options != nullptr) {
     out.equal_shards = out.equal_shards || options->equal_batches_only;
     out.learnable_temperature = out.learnable_temperature && options->learnable_temperature;
@@ -435,7 +438,7 @@ Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
       for (auto& shard : micro) shard = sizes;
     }
   }
-  Case c = draw.clip ? build_clip_case(spec) : build_case(spec);
+  Case c = draw.clip ? build_clip_case(spec) : draw.ntxent ? build_ntxent_case(spec) : build_case(spec);
   c.reduction = draw.strategy.reduction;
   c.compensate = true;  // the strategy's scale decides; the key requires it
   c.strategy = draw.strategy;
@@ -672,12 +675,14 @@ std::int64_t StrategyCampaignResult::mismatched() const {
   std::int64_t total = 0;
   for (const StrategyCell& cell : cells) total += cell.mismatched;
   for (const StrategyCell& cell : clip_cells) total += cell.mismatched;
+  for (const StrategyCell& cell : ntxent_cells) total += cell.mismatched;
   return total;
 }
 
 std::int64_t StrategyCampaignResult::oracle_judged_clip() const {
   std::int64_t total = 0;
   for (const StrategyCell& cell : clip_cells) total += cell.oracle_judged;
+  for (const StrategyCell& cell : ntxent_cells) total += cell.oracle_judged;
   return total;
 }
 
@@ -691,8 +696,9 @@ FamilyChoice parse_family_choice(const std::string& text) {
   if (text == "both") return FamilyChoice::both;
   if (text == "infonce") return FamilyChoice::infonce;
   if (text == "clip") return FamilyChoice::clip;
-  throw InputError("--family must be 'both', 'infonce' or 'clip', not '" + text.substr(0, 60) +
-                   "'");
+  if (text == "ntxent") return FamilyChoice::ntxent;
+  throw InputError("--family must be 'both', 'infonce', 'clip' or 'ntxent', not '" +
+                   text.substr(0, 60) + "'");
 }
 
 namespace {
@@ -704,7 +710,7 @@ void group_mismatch(std::int64_t index, const Case& c, const StrategyCaseResult&
   ++group.count;
   if (group.lines.size() >= MismatchGroup::kKept) return;
   group.indices.push_back(index);
-  group.lines.push_back("case " + std::to_string(index) + " (" + (c.clip ? "clip " : "infonce ") +
+  group.lines.push_back("case " + std::to_string(index) + " (" + (c.clip ? "clip " : c.ntxent ? "ntxent " : "infonce ") +
                         step::name_of(r.strategy) + "): " + r.detail);
 }
 
@@ -712,7 +718,8 @@ void group_mismatch(std::int64_t index, const Case& c, const StrategyCaseResult&
 
 void tally_strategy_case(std::int64_t index, const Case& c, const StrategyCaseResult& r,
                          StrategyCampaignResult& out, const CaseSpec* spec) {
-  StrategyCell& cell = (c.clip ? out.clip_cells : out.cells)[strategy_index(r.strategy)];
+  StrategyCell& cell =
+      (c.clip ? out.clip_cells : c.ntxent ? out.ntxent_cells : out.cells)[strategy_index(r.strategy)];
   ++cell.cases;
   ++out.cases;
   cell.direct_confirmed += r.direct == DirectObservation::confirmed ? 1 : 0;
@@ -978,7 +985,9 @@ StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options,
       break;
     }
   }
-  out.shrunk_text = draw.clip ? describe_clip(shrunk) : describe(shrunk);
+  out.shrunk_text = draw.clip     ? describe_clip(shrunk)
+                    : draw.ntxent ? describe_ntxent(shrunk)
+                                  : describe(shrunk);
   return out;
 }
 

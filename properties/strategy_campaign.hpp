@@ -36,7 +36,7 @@
 namespace infonce::properties {
 
 // The loss families a strategy campaign draws from.
-enum class FamilyChoice { both, infonce, clip };
+enum class FamilyChoice { both, infonce, clip, ntxent };  // both: InfoNCE and CLIP
 
 enum class StrategyObservation {
 
@@ -159,7 +159,7 @@ Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits
                    const std::optional<step::Strategy>& only, CaseSpec* spec = nullptr,
                    const StrategyCampaignOptions* draws = nullptr);
 
-// "both", "infonce" or "clip"; throws InputError naming the choices otherwise.
+// "both", "infonce", "clip" or "ntxent"; throws InputError naming the choices otherwise.
 FamilyChoice parse_family_choice(const std::string& text);
 
 struct StrategyCell {
@@ -195,7 +195,8 @@ struct MismatchGroup {
 
 struct StrategyCampaignResult {
   std::array<StrategyCell, step::kPointCount> cells;       // InfoNCE, in all_strategies() order
-  std::array<StrategyCell, step::kPointCount> clip_cells;  // CLIP, likewise
+  std::array<StrategyCell, step::kPointCount> clip_cells;    // CLIP, likewise
+  std::array<StrategyCell, step::kPointCount> ntxent_cells;  // NT-Xent (--family ntxent)
   std::map<std::string, MismatchGroup> mismatches_by_cause;
   std::int64_t cases = 0;
   std::int64_t mismatched() const;

@@ -5,6 +5,8 @@
 
 #include "properties/campaign.hpp"
 #include "properties/ntxent_case.hpp"
+#include "properties/strategy_campaign.hpp"
+#include "step/strategy.hpp"
 #include "tests/properties/budget.hpp"
 
 namespace infonce::properties {
@@ -45,6 +47,40 @@ TEST(NtXentCampaign, TheRestrictionBuildsNtXentCases) {
   ASSERT_TRUE(c.ntxent.has_value());
   EXPECT_EQ(c.ntxent->batches[0][0].first.rows(), 2);
   EXPECT_EQ(c.ntxent->batches[0][1].second.rows(), 1);
+}
+
+}  // namespace
+}  // namespace infonce::properties
+
+namespace infonce::properties {
+namespace {
+
+// The strategy campaign on the NT-Xent family (check --strategies all --family
+// ntxent): every one of the 72 points (36 dp, 36 world twins on cases with
+// replicas) behaves as step/strategy.hpp and prediction/ predict, the oracle
+// judging every reference; learnable temperatures on every other case.
+TEST(NtXentCampaign, EveryStrategyCellBehavesAsPredicted) {
+  StrategyCampaignOptions options;
+  options.seed = 1;
+  options.cases = 4000;
+  options.families = FamilyChoice::ntxent;
+  options.oracle = true;
+  const StrategyCampaignResult result = run_strategy_campaign(options);
+  EXPECT_EQ(result.cases, 4000);
+  const auto all = step::all_strategies();
+  std::int64_t counterexamples = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const StrategyCell& cell = result.ntxent_cells[i];
+    SCOPED_TRACE("ntxent " + step::name_of(all[i]));
+    EXPECT_EQ(result.cells[i].cases + result.clip_cells[i].cases, 0);
+    EXPECT_GT(cell.cases, 0);
+    EXPECT_EQ(cell.mismatched, 0) << cell.first_mismatch;
+    counterexamples += cell.counterexamples;
+    if (all[i].group == step::GatherGroup::dp) {
+      EXPECT_GT(cell.confirmed, 0);
+    }
+  }
+  EXPECT_GT(counterexamples, 0);  // dropped terms and unequal local batches, shown
 }
 
 }  // namespace
