@@ -73,10 +73,18 @@ int run_classify(const CommandContext& context) {
   sut::Session session(choice.command, choice.timeout_seconds);
   const sut::Supports supports = session.handshake().supports;
   std::vector<std::string> outside;
-  const auto cases = properties::designed_cases(
-      [&](const Case& c) { return sut::outside_supports(c, supports); }, supports.infonce_family,
-      supports.clip_family && supports.declares("family"),
-      supports.declares("learnable_temperature"), &outside);
+  const properties::StepSupports inside = [&](const Case& c) {
+    return sut::outside_supports(c, supports);
+  };
+  auto cases = properties::designed_cases(inside, supports.infonce_family,
+                                          supports.clip_family && supports.declares("family"),
+                                          supports.declares("learnable_temperature"), &outside);
+  if (supports.ntxent_family && supports.declares("family")) {
+    for (auto& c : properties::designed_ntxent_cases(
+             inside, supports.declares("learnable_temperature"), &outside)) {
+      cases.push_back(std::move(c));
+    }
+  }
   const properties::Classification result =
       properties::classify_step(cases, [&](const Case& c, const step::ReferenceValues& reference) {
         return properties::run_on_sut(session, c, reference);

@@ -5,6 +5,7 @@
 #include "base/error.hpp"
 #include "properties/case_spec.hpp"
 #include "properties/clip_case.hpp"
+#include "properties/ntxent_case.hpp"
 #include "properties/point_comparison.hpp"
 #include "step/run_case.hpp"
 
@@ -137,6 +138,27 @@ std::vector<DesignedCase> designed_cases(const StepSupports& supports, bool info
           out.push_back(std::move(*c));
         }
       }
+    }
+  }
+  return out;
+}
+
+std::vector<DesignedCase> designed_ntxent_cases(const StepSupports& supports,
+                                                bool learnable_temperature,
+                                                std::vector<std::string>* outside) {
+  std::vector<DesignedCase> out;
+  for (const Reduction reduction : {Reduction::mean, Reduction::sum}) {
+    for (const Design& d : designs()) {
+      if (!d.use_batch || (d.learnable_temperature && !learnable_temperature)) continue;
+      Case c = build_ntxent_case(spec_of(d, reduction));
+      c.learnable_temperature = d.learnable_temperature;
+      const std::string name =
+          std::string("ntxent ") + d.name + ", " + std::string(step::name_of(reduction));
+      if (const std::optional<std::string> why = supports(c)) {
+        if (outside != nullptr) outside->push_back(name + ": " + *why);
+        continue;
+      }
+      out.push_back(DesignedCase{name, std::move(c)});
     }
   }
   return out;

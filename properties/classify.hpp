@@ -33,6 +33,11 @@ using StepSupports = std::function<std::optional<std::string>(const Case&)>;
 std::vector<DesignedCase> designed_cases(const StepSupports& supports, bool infonce, bool clip,
                                          bool learnable_temperature,
                                          std::vector<std::string>* outside = nullptr);
+// The same designs on the NT-Xent family (SPEC section 14; every design that
+// gathers), for a step that runs it.
+std::vector<DesignedCase> designed_ntxent_cases(const StepSupports& supports,
+                                                bool learnable_temperature,
+                                                std::vector<std::string>* outside = nullptr);
 
 struct PointClassification {
   step::Strategy point;

@@ -159,3 +159,24 @@ TEST(Classify, AStepWhoseOnlyWrongValueIsTheLossNamesThePointsOfItsGradients) {
 
 }  // namespace
 }  // namespace infonce::properties
+
+namespace infonce::properties {
+namespace {
+
+// classify on the NT-Xent family: a step at one point matches it, and only
+// points predicted alike on every designed shape (lightly's shape: autograd/local).
+TEST(Classify, AnNtXentStepAtOnePointMatchesItAndOnlyPointsPredictedAlike) {
+  const auto every_case = [](const Case&) { return std::optional<std::string>(); };
+  const std::vector<DesignedCase> cases = designed_ntxent_cases(every_case, true);
+  ASSERT_GE(cases.size(), 12u);
+  for (const Strategy& runs : step::dp_strategies()) {
+    SCOPED_TRACE(step::name_of(runs));
+    const Classification result = classify_step(cases, rank_program_at(runs));
+    EXPECT_TRUE(result.failed.empty()) << result.failed.front();
+    const std::vector<Strategy> matching = result.matching();
+    EXPECT_NE(std::find(matching.begin(), matching.end(), runs), matching.end());
+  }
+}
+
+}  // namespace
+}  // namespace infonce::properties
