@@ -8,8 +8,8 @@ declares, on the INSTALLED version of the project: the worker's handshake, then
 
 - InfoNCE family: `infonce-sim check --sut CMD` (the property campaign against the full-batch
   reference; a failure is shrunk and saved under --corpus-dir, its reproduce commands printed);
-- NT-Xent family: `infonce-sim check --sut CMD` (the property campaign against the full-batch
-  reference; the strategy campaign does not draw NT-Xent yet, so its point is not measured).
+- NT-Xent family: as InfoNCE (the property campaign, then `check --strategies POINT --family
+  ntxent` at the configuration's point).
 - CLIP family (no shrinking campaign exists for it): `check --strategies POINT --sut CMD` at the
   configuration's own point (the encoders' and direct parameters' verdicts, each against the
   prediction of docs/strategies.md), and at `autograd/global/scale-1/mean`, the point whose
@@ -328,17 +328,7 @@ def configuration_rows(args, kind, module, why=None):
                       else "infonce")
             where = f"{label}" + (f"; `{point}`" if point else "") + f"; {runtime}"
             encoders, direct = "", ""
-            if family == "ntxent":
-                # The shrinking campaign runs NT-Xent; the strategy campaign does not draw it
-                # yet, so the point is the one read from the code, not measured.
-                encoders, bug, s = property_check(args, command, restrict)
-                seconds += s
-                encoders += "; point read from the code (no NT-Xent strategy campaign yet)"
-                direct = "none"
-                if bug:
-                    bugs.append(bug)
-                point = None
-            if family == "infonce":
+            if family == "infonce" or family == "ntxent":
                 encoders, bug, s = property_check(args, command, restrict)
                 seconds += s
                 direct = "none" if "learnable_temperature" not in shake["supports"].get(
