@@ -148,10 +148,15 @@ def rank_main(rank, args, port, results):
         return
     try:
         data = batches(args.world, args.pairs, args.image_features, args.text_features, args.seed)
+        # DDP reduces on a group of its own: its bucket all-reduce runs from backward hooks,
+        # and the autograd engine may order it differently on each rank against the backward
+        # of ClipLoss's autograd gather on the default group; on one group the two ranks then
+        # wait in different collectives (a hang seen 1 run in 3 on torch 2.13).
+        ddp_group = dist.new_group(list(range(args.world)))
         out = {}
         for local_loss, gather_with_grad in predictions(args.world):
             model = Towers(args.image_features, args.text_features, args.dim, args.seed)
-            ddp = torch.nn.parallel.DistributedDataParallel(model)
+            ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=ddp_group)
             clip_loss = loss_module.ClipLoss(local_loss=local_loss,
                                              gather_with_grad=gather_with_grad, rank=rank,
                                              world_size=args.world)
