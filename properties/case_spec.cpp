@@ -15,6 +15,18 @@ Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols) {
   return m;
 }
 
+Case pair_family_case(const CaseSpec& spec) {
+  Case c;
+  c.mesh = {spec.world, spec.dp};
+  c.reduction = spec.reduction;
+  c.gather = spec.gather;
+  c.compensate = spec.compensate;
+  c.scalar = spec.scalar;
+  c.accumulation_steps = spec.accumulation_steps();
+  c.accumulation_normalize = spec.accumulation_normalize;
+  return c;
+}
+
 void apply_pair_style(Rng& rng, FeatureStyle style, Matrix<double>& rows) {
   for (Eigen::Index i = 0; i < rows.rows(); ++i) {
     switch (style) {

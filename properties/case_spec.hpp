@@ -76,6 +76,10 @@ const char* name_of(ScalarType s);
 // rows x cols standard normal numbers from `rng`, in row-major order.
 Matrix<double> normal_matrix(Rng& rng, std::int64_t rows, std::int64_t cols);
 
+// What a CLIP or NT-Xent case takes from the spec whatever its family: mesh,
+// reduction, gather path, compensate, dtype and the accumulation.
+Case pair_family_case(const CaseSpec& spec);
+
 // The spec's feature style on rows that are not InfoNCE groups (a CLIP
 // tower's, an NT-Xent view's): zero, duplicated and collinear rows and
 // magnitudes; the mask-tie style is InfoNCE's only.

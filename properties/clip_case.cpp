@@ -10,14 +10,7 @@ namespace infonce::properties {
 
 Case build_clip_case(const CaseSpec& spec) {
   Rng rng(spec.data_seed ^ 0xc11bULL);
-  Case c;
-  c.mesh = {spec.world, spec.dp};
-  c.reduction = spec.reduction;
-  c.gather = spec.gather;
-  c.compensate = spec.compensate;
-  c.scalar = spec.scalar;
-  c.accumulation_steps = spec.accumulation_steps();
-  c.accumulation_normalize = spec.accumulation_normalize;
+  Case c = pair_family_case(spec);
   const std::int32_t features = spec.feature_dim;
   c.weight = normal_matrix(rng, spec.embedding_dim, 2 * features);
   ClipSettings clip;

@@ -9,14 +9,7 @@ namespace infonce::properties {
 
 Case build_ntxent_case(const CaseSpec& spec) {
   Rng rng(spec.data_seed ^ 0x47e7ULL);
-  Case c;
-  c.mesh = {spec.world, spec.dp};
-  c.reduction = spec.reduction;
-  c.gather = spec.gather;
-  c.compensate = spec.compensate;
-  c.scalar = spec.scalar;
-  c.accumulation_steps = spec.accumulation_steps();
-  c.accumulation_normalize = spec.accumulation_normalize;
+  Case c = pair_family_case(spec);
   c.weight = normal_matrix(rng, spec.embedding_dim, spec.feature_dim);
   NtXentSettings ntxent;
   ntxent.normalize = spec.normalize;

@@ -3,27 +3,16 @@
 #include <vector>
 
 #include "base/assert.hpp"
-#include "step/row_bounds.hpp"
 #include "loss/clip.hpp"
 #include "loss/encoder.hpp"
 #include "sim/ddp.hpp"
 #include "step/flat_gradient.hpp"
 #include "step/gather.hpp"
+#include "step/row_bounds.hpp"
 #include "step/strategy.hpp"
 
 namespace infonce::step {
 namespace {
-
-// One tower's rows after the gather: every slot's, the own live rows at own_offset.
-template <class Scalar>
-AssembledRows<Scalar> tower_rows(sim::Communicator& comm, const sim::Group& group, const Case& c,
-                                 bool gather, const Matrix<Scalar>& local, std::int32_t own_slot) {
-  if (gather) return gather_rows(comm, group, c.gather, local, own_slot);
-  AssembledRows<Scalar> own;
-  own.rows = local;
-  own.slot_rows = {local.rows()};
-  return own;
-}
 
 // A tower's dL/d(gathered rows) over every role, and (local loss) the share
 // of its own rows as queries, laid out over the gathered rows.
@@ -86,8 +75,10 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
     const Matrix<Scalar>& text_x = as_scalar<Scalar>(batch.text, text_storage);
     const Matrix<Scalar> image = loss::encode(image_weight, image_x, clip.image_normalize);
     const Matrix<Scalar> text = loss::encode(text_weight, text_x, clip.text_normalize);
-    const AssembledRows<Scalar> images = tower_rows(comm, slots.group, c, gather, image, slots.own);
-    const AssembledRows<Scalar> texts = tower_rows(comm, slots.group, c, gather, text, slots.own);
+    const AssembledRows<Scalar> images =
+        local_or_gathered_rows(comm, slots.group, c, gather, image, slots.own);
+    const AssembledRows<Scalar> texts =
+        local_or_gathered_rows(comm, slots.group, c, gather, text, slots.own);
     INFONCE_ASSERT(images.own_offset == texts.own_offset);
     const std::int64_t own_offset = images.own_offset;
 
@@ -108,10 +99,10 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
         own_rows_gradient(comm, slots.group, gather_kind, image_grad.total,
                           local_loss ? &image_grad.query_rows : nullptr, images.slot_rows,
                           own_offset, image.rows(), slots.own);
-    const Matrix<Scalar> own_text = own_rows_gradient(
-        comm, slots.group, gather_kind, text_grad.total,
-        local_loss ? &text_grad.query_rows : nullptr, texts.slot_rows, own_offset, text.rows(),
-        slots.own);
+    const Matrix<Scalar> own_text =
+        own_rows_gradient(comm, slots.group, gather_kind, text_grad.total,
+                          local_loss ? &text_grad.query_rows : nullptr, texts.slot_rows, own_offset,
+                          text.rows(), slots.own);
 
     Matrix<Scalar> grad_weight(c.weight.rows(), c.weight.cols());
     grad_weight << loss::encode_backward(image_weight, image_x, clip.image_normalize, own_image),
@@ -119,7 +110,8 @@ RankOutput<Scalar> run_clip_rank_program(sim::Communicator& comm, const Case& c,
     grad_weight *= scale / divisor;
     const Scalar step_scale = scale / divisor;
     if (clip.logit_bias) {
-      gradient.add(grad_weight, {result.grad_log_scale * step_scale, result.grad_bias * step_scale});
+      gradient.add(grad_weight,
+                   {result.grad_log_scale * step_scale, result.grad_bias * step_scale});
     } else {
       gradient.add(grad_weight, {result.grad_log_scale * step_scale});
     }

@@ -97,6 +97,19 @@ AssembledRows<Scalar> gather_rows(sim::Communicator& comm, const sim::Group& dp_
                                   GatherPath path, const Matrix<Scalar>& local,
                                   std::int32_t own_slot);
 
+// `local` gathered over `group` (gather_rows) when `gather`; otherwise the
+// rank's own rows as the only slot (no collective).
+template <class Scalar>
+AssembledRows<Scalar> local_or_gathered_rows(sim::Communicator& comm, const sim::Group& group,
+                                             const Case& c, bool gather,
+                                             const Matrix<Scalar>& local, std::int32_t own_slot) {
+  if (gather) return gather_rows(comm, group, c.gather, local, own_slot);
+  AssembledRows<Scalar> own;
+  own.rows = local;
+  own.slot_rows = {local.rows()};
+  return own;
+}
+
 // The gradient the rank's own rows receive from its loss's dL/d(gathered
 // rows), by the gather of its strategy:
 // - detached-own-live: its own slot's gradient (every role of its rows);

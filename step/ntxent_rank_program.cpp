@@ -13,17 +13,6 @@
 namespace infonce::step {
 namespace {
 
-// One view's rows after the gather: every slot's, the own live rows at own_offset.
-template <class Scalar>
-AssembledRows<Scalar> view_rows(sim::Communicator& comm, const sim::Group& group, const Case& c,
-                                bool gather, const Matrix<Scalar>& local, std::int32_t own_slot) {
-  if (gather) return gather_rows(comm, group, c.gather, local, own_slot);
-  AssembledRows<Scalar> own;
-  own.rows = local;
-  own.slot_rows = {local.rows()};
-  return own;
-}
-
 // The rank's queries and their positions among the 2N keys. Global: every
 // key is a query. Local: its own n first views (keys own_offset + i, positive
 // N + own_offset + i), then its own n second views.
@@ -102,9 +91,10 @@ RankOutput<Scalar> run_ntxent_rank_program(sim::Communicator& comm, const Case& 
     const Matrix<Scalar>& second_x = as_scalar<Scalar>(batch.second, second_storage);
     const Matrix<Scalar> first = loss::encode(weight, first_x, ntxent.normalize);
     const Matrix<Scalar> second = loss::encode(weight, second_x, ntxent.normalize);
-    const AssembledRows<Scalar> firsts = view_rows(comm, slots.group, c, gather, first, slots.own);
+    const AssembledRows<Scalar> firsts =
+        local_or_gathered_rows(comm, slots.group, c, gather, first, slots.own);
     const AssembledRows<Scalar> seconds =
-        view_rows(comm, slots.group, c, gather, second, slots.own);
+        local_or_gathered_rows(comm, slots.group, c, gather, second, slots.own);
     INFONCE_ASSERT(firsts.own_offset == seconds.own_offset);
     const std::int64_t own_offset = firsts.own_offset;
     const Eigen::Index samples = firsts.rows.rows();
