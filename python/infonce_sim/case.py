@@ -238,15 +238,19 @@ def _parse_expect(obj, rows, cols):
 
 def parse_case(obj):
     """An InfoNCE case (Case), or with `"family": "clip"` a CLIP case (clip_case.ClipCase),
-    with `"family": "ntxent"` an NT-Xent case (ntxent_case.NtXentCase)."""
+    with `"family": "ntxent"` an NT-Xent case (ntxent_case.NtXentCase), with `"family":
+    "siglip"` a SigLIP case (siglip_case.SiglipCase)."""
     if isinstance(obj, dict) and "family" in obj:
-        family = _choice(obj["family"], "family", ("infonce", "clip", "ntxent"))
+        family = _choice(obj["family"], "family", ("infonce", "clip", "ntxent", "siglip"))
         if family == "clip":
             from .clip_case import parse_clip_case
             return parse_clip_case(obj)
         if family == "ntxent":
             from .ntxent_case import parse_ntxent_case
             return parse_ntxent_case(obj)
+        if family == "siglip":
+            from .siglip_case import parse_siglip_case
+            return parse_siglip_case(obj)
     top = ("format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
            "accumulation", "rng", "batches")
     # "found" (how a property campaign found the case) is metadata: not read here.

@@ -1,11 +1,12 @@
 """The runtime side of issue 13's case keys: the step of a case that has a `strategy`, a
-`learnable_temperature` or `"family": "clip"` (a case without them runs the unchanged
-program of rank.py; `of(case)` tells which).
+`learnable_temperature` or a `family` other than InfoNCE (clip, ntxent, siglip; a case
+without them runs the unchanged program of rank.py; `of(case)` tells which).
 
 What differs from rank.py's program:
   * the replica holds more parameters: InfoNCE's inverse temperature tau (an
     nn.Parameter initialised to 1 / loss.temperature), or CLIP's two towers, its log
-    logit scale and optional logit bias (ClipReplica); every one is reduced like the
+    logit scale and optional logit bias (ClipReplica), or SigLIP's two towers, log scale
+    and optional bias (SiglipReplica); every one is reduced like the
     encoder (mean over the W ranks or sum over the DP group, after the last micro-step),
     and the response carries the direct parameters' gradients under "direct";
   * every parameter of the replica is tied into each micro-step's backward with weight
@@ -23,7 +24,9 @@ What differs from rank.py's program:
     the micro-step (every rank's signal at once) sums each slot's gradient over the ranks.
     The tensors must have one shape on every member (pad first, see strategic.py);
   * CLIP: the adapter's `clip_loss(ctx, image, text, logit_scale, logit_bias)` replaces
-    `loss(ctx, embeddings, labels)` (python/README.md).
+    `loss(ctx, embeddings, labels)`; NT-Xent: `ntxent_loss(ctx, first, second)`; SigLIP:
+    `siglip_loss(ctx, image, text)`, the parameters `ctx.log_scale` and `ctx.bias`
+    (python/README.md).
 """
 
 import inspect
@@ -35,9 +38,14 @@ from .rank import Collective, RankContext, StepFailed, drive, micro_step_loop
 from .spec import normalized, torch_dtype
 
 
+TWO_TOWERS = ("clip", "siglip")  # the families whose replica is two towers (image, text)
+ENTRY_POINTS = {"clip": ("clip_loss", "CLIP"), "ntxent": ("ntxent_loss", "NT-Xent"),
+                "siglip": ("siglip_loss", "SigLIP")}
+
+
 def of(case):
     """The family of a case that needs this module's program, or None (rank.py's program)."""
-    if case.family in ("clip", "ntxent"):
+    if case.family in ENTRY_POINTS:
         return case.family
     if case.strategy is not None or case.learnable_temperature:
         return "infonce"
@@ -46,15 +54,11 @@ def of(case):
 
 def loss_function(adapter, case):
     """The adapter's entry point for the case's family."""
-    if case.family == "clip":
-        function = getattr(adapter, "clip_loss", None)
+    if case.family in ENTRY_POINTS:
+        name, family = ENTRY_POINTS[case.family]
+        function = getattr(adapter, name, None)
         if function is None:
-            raise StepFailed("the adapter has no clip_loss: it does not run the CLIP family")
-        return function
-    if case.family == "ntxent":
-        function = getattr(adapter, "ntxent_loss", None)
-        if function is None:
-            raise StepFailed("the adapter has no ntxent_loss: it does not run the NT-Xent family")
+            raise StepFailed(f"the adapter has no {name}: it does not run the {family} family")
         return function
     return adapter.loss
 
@@ -95,6 +99,41 @@ class ClipReplica(torch.nn.Module):
         if self.logit_bias is not None:
             out["logit_bias"] = self.logit_bias
         return out
+
+
+class SiglipReplica(torch.nn.Module):
+    """One rank's SigLIP parameters: two towers (as ClipReplica), the log scale and the
+    optional bias, both learnable (SPEC section 15)."""
+
+    def __init__(self, case, dtype):
+        super().__init__()
+        self.image_normalize = case.image_normalize
+        self.text_normalize = case.text_normalize
+        self.image_weight = torch.nn.Parameter(torch.tensor(case.image_weight, dtype=dtype))
+        self.text_weight = torch.nn.Parameter(torch.tensor(case.text_weight, dtype=dtype))
+        self.log_scale = torch.nn.Parameter(torch.tensor(case.log_scale, dtype=dtype))
+        if case.bias is None:
+            self.bias = None
+        else:
+            self.bias = torch.nn.Parameter(torch.tensor(case.bias, dtype=dtype))
+
+    def forward(self, x_image, x_text):
+        return (normalized(F.linear(x_image, self.image_weight), self.image_normalize),
+                normalized(F.linear(x_text, self.text_weight), self.text_normalize))
+
+    def named_direct(self):
+        out = {"log_scale": self.log_scale}
+        if self.bias is not None:
+            out["bias"] = self.bias
+        return out
+
+
+def two_tower_replica(case, dtype):
+    """(module, encoders, direct) of a CLIP or SigLIP rank: the replica, its towers by name,
+    its direct parameters by name."""
+    module = (ClipReplica if case.family == "clip" else SiglipReplica)(case, dtype)
+    return (module, {"image_weight": module.image_weight, "text_weight": module.text_weight},
+            module.named_direct())
 
 
 class FamilyContext(RankContext):
@@ -172,9 +211,32 @@ class NtXentContext(FamilyContext):
         return adapter.ntxent_loss(self, first, second)
 
 
+class SiglipContext(ClipContext):
+    """A SigLIP rank: `inputs(micro)` as ClipContext's; `siglip_loss(ctx, image, text)` gets
+    the towers' outputs for this shard's pairs (row i of each is pair i); the learnable
+    parameters are `ctx.log_scale` (0-d; logits are exp(log_scale) a.b + bias) and
+    `ctx.bias` (0-d, or None when the case has none)."""
+
+    @property
+    def log_scale(self):
+        return self.direct["log_scale"]
+
+    @property
+    def bias(self):
+        return self.direct.get("bias")
+
+    def family_loss(self, adapter, generator):
+        x_image, x_text = self.inputs(self.micro)
+        image, text = self.model(x_image, x_text)
+        if generator:
+            return (yield from adapter.siglip_loss(self, image, text))
+        return adapter.siglip_loss(self, image, text)
+
+
 def context_class(case):
     """The rank context of a case's family."""
-    return {"clip": ClipContext, "ntxent": NtXentContext}.get(case.family, FamilyContext)
+    return {"clip": ClipContext, "ntxent": NtXentContext,
+            "siglip": SiglipContext}.get(case.family, FamilyContext)
 
 
 def inverse_temperature_parameter(case, dtype):
@@ -255,8 +317,9 @@ def _registry_gather(registry, ctx):
 
 
 def _encoder_gradient(case, grads):
-    """The response's `grad`: InfoNCE's D x F; CLIP's image columns, then the text ones."""
-    if case.family == "clip":
+    """The response's `grad`: InfoNCE's D x F; CLIP's and SigLIP's image columns, then the
+    text ones."""
+    if case.family in TWO_TOWERS:
         return torch.cat([grads["image_weight"], grads["text_weight"]], dim=1)
     return grads["weight"]
 
@@ -275,7 +338,7 @@ def result_of(case, losses, per_rank_grads, reduce):
     ranks = range(case.world)
     encoders = [_encoder_gradient(case, {n: reduced[n][w] for n in names}) for w in ranks]
     direct_names = [n for n in names if n in ("inverse_temperature", "log_logit_scale",
-                                              "logit_bias")]
+                                              "logit_bias", "log_scale", "bias")]
     directs = [{n: float(reduced[n][w]) for n in direct_names} for w in ranks]
     return {
         "losses": losses,
@@ -306,15 +369,14 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
     dtype = torch_dtype(case)
     inputs = {}
     contexts = []
-    models = (None if case.family == "clip"
+    models = (None if case.family in TWO_TOWERS
               else world.replicas(torch.tensor(case.weight, dtype=dtype)))
     for w in range(case.world):
         group = world.dp_group(case, w % case.replicas)
-        if case.family == "clip":
-            replica = ClipReplica(case, dtype)
-            ctx = ClipContext(case, w, replica, group, replays_draws, inputs,
-                              {"image_weight": replica.image_weight,
-                               "text_weight": replica.text_weight}, replica.named_direct())
+        if case.family in TWO_TOWERS:
+            replica, encoders, direct = two_tower_replica(case, dtype)
+            ctx = context_class(case)(case, w, replica, group, replays_draws, inputs,
+                                      encoders, direct)
         else:
             model = models[w]
             direct = ({"inverse_temperature": inverse_temperature_parameter(case, dtype)}
@@ -373,10 +435,8 @@ def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
     dtype = torch_dtype(case)
     replica = world_rank % case.replicas
     group = dp_groups_for(case.world, case.dp, group_cache)[replica]
-    if case.family == "clip":
-        module = ClipReplica(case, dtype)
-        encoders = {"image_weight": module.image_weight, "text_weight": module.text_weight}
-        direct = module.named_direct()
+    if case.family in TWO_TOWERS:
+        module, encoders, direct = two_tower_replica(case, dtype)
     else:
         module = torch.nn.Linear(len(case.weight[0]), len(case.weight), bias=False).to(dtype)
         with torch.no_grad():

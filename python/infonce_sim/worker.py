@@ -38,7 +38,7 @@ def parse_args(argv):
     parser.add_argument("--swift-file", metavar="F", default="embedding.py",
                         help="the loss file under swift/loss/ (default embedding.py)")
     parser.add_argument("--open-clip-root", metavar="DIR",
-                        help="open-clip: an open_clip checkout (DIR/src/open_clip/loss.py); "
+                        help="open-clip, open-clip-siglip: an open_clip checkout (DIR/src/open_clip/loss.py); "
                         "default: the installed open_clip package")
     parser.add_argument("--max-world", type=int, default=8, metavar="N")
     parser.add_argument("--max-replicas", type=int, default=None, metavar="N",
@@ -59,7 +59,7 @@ def adapter_spec(args):
         spec["max_replicas"] = args.max_replicas
     if args.adapter == "ms-swift":
         spec.update(swift_root=args.swift_root, swift_file=args.swift_file)
-    if args.adapter == "open-clip" and args.open_clip_root:
+    if args.adapter in ("open-clip", "open-clip-siglip") and args.open_clip_root:
         spec.update(open_clip_root=args.open_clip_root)
     for option in args.option:
         key, sep, value = option.partition("=")
@@ -104,6 +104,8 @@ def outside_supports(case, supports):
         return _clip_outside_supports(case, supports)
     if case.family == "ntxent":
         return _ntxent_outside_supports(case, supports)
+    if case.family == "siglip":
+        return _siglip_outside_supports(case, supports)
     checks = [
         (case.loss.use_batch in supports.get("use_batch", [True]), "use_batch"),
         (case.loss.hard_negatives is None or supports.get("hard_negatives", False),
@@ -156,9 +158,22 @@ def _ntxent_outside_supports(case, supports):
         (not case.learnable_temperature
          or "learnable_temperature" in supports.get("extension_keys", []),
          "learnable_temperature"),
-        (supports.get("unequal_batches", True)
-         or all(len({len(first) for first, _ in micro}) == 1 for micro in case.batches),
-         "unequal batches"),
+        (supports.get("unequal_batches", True) or _equal_batches(case), "unequal batches"),
+        *_step_checks(case, supports),
+    ]
+    return _first_outside(checks)
+
+
+def _equal_batches(case):
+    """Whether every DP shard of each micro-step holds the same number of samples or pairs
+    (an NT-Xent or SigLIP case: batches[micro][dp shard] = (rows, rows))."""
+    return all(len({len(rows) for rows, _ in micro}) == 1 for micro in case.batches)
+
+
+def _siglip_outside_supports(case, supports):
+    checks = [
+        ("siglip" in supports.get("families", ["infonce"]), "family"),
+        (supports.get("unequal_batches", True) or _equal_batches(case), "unequal batches"),
         *_step_checks(case, supports),
     ]
     return _first_outside(checks)

@@ -15,6 +15,7 @@ BUILT_IN = {
     "conformance": "conformance",
     "ms-swift": "ms_swift",
     "open-clip": "open_clip",
+    "open-clip-siglip": "open_clip_siglip",
     "lightly": "lightly_ntxent",
     "sentence-transformers": "sentence_transformers",
     "pytorch-metric-learning": "pytorch_metric_learning",

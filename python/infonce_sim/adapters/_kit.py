@@ -18,7 +18,8 @@ What every built-in adapter may use, so that it stays within issue 28's 30 lines
 - `also_with(options, configurations)`: each configuration, then each again with `options`;
 - `set_environment(prefix, settings, names)`: a trainer configured by environment variables;
 - `padding_of(split, where)`: a trainer's hard-negative padding (legacy or fixed), asked of it;
-- `ClipOnly`: the base of an adapter that runs the CLIP family only.
+- `ClipOnly`, `NtXentOnly`, `SiglipOnly`: the base of an adapter that runs that family only;
+  `ntxent_supports`, `siglip_supports`: its handshake.
 """
 
 import importlib.metadata
@@ -80,6 +81,11 @@ def supports(max_world, unequal_batches, include_qq=False, reported_loss="global
 def ntxent_supports(max_world, **fields):
     """The handshake of a package's loss that runs the NT-Xent family only (handshake())."""
     return handshake(max_world, families=["ntxent"], extension_keys=["dtype", "family"], **fields)
+
+
+def siglip_supports(max_world, **fields):
+    """The handshake of a package's loss that runs the SigLIP family only (handshake())."""
+    return handshake(max_world, families=["siglip"], extension_keys=["dtype", "family"], **fields)
 
 
 def labelled_views(ctx, first, second):
@@ -154,6 +160,14 @@ class NtXentOnly:
 
     def loss(self, ctx, embeddings, labels):
         raise CaseError(f"{self.name}: runs NT-Xent cases only (family ntxent)")
+
+
+class SiglipOnly:
+    """The base of an adapter that runs the SigLIP family only (its `siglip_loss`): an
+    InfoNCE case is the step's error, not an AttributeError."""
+
+    def loss(self, ctx, embeddings, labels):
+        raise CaseError(f"{self.name}: runs SigLIP cases only (family siglip)")
 
 
 def refuse(ctx, message):
