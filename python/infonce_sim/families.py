@@ -103,7 +103,7 @@ class ClipReplica(torch.nn.Module):
 
 class SiglipReplica(torch.nn.Module):
     """One rank's SigLIP parameters: two towers (as ClipReplica), the log scale and the
-    optional bias, both learnable (SPEC section 15)."""
+    bias, both learnable (SPEC section 15)."""
 
     def __init__(self, case, dtype):
         super().__init__()
@@ -112,20 +112,14 @@ class SiglipReplica(torch.nn.Module):
         self.image_weight = torch.nn.Parameter(torch.tensor(case.image_weight, dtype=dtype))
         self.text_weight = torch.nn.Parameter(torch.tensor(case.text_weight, dtype=dtype))
         self.log_scale = torch.nn.Parameter(torch.tensor(case.log_scale, dtype=dtype))
-        if case.bias is None:
-            self.bias = None
-        else:
-            self.bias = torch.nn.Parameter(torch.tensor(case.bias, dtype=dtype))
+        self.bias = torch.nn.Parameter(torch.tensor(case.bias, dtype=dtype))
 
     def forward(self, x_image, x_text):
         return (normalized(F.linear(x_image, self.image_weight), self.image_normalize),
                 normalized(F.linear(x_text, self.text_weight), self.text_normalize))
 
     def named_direct(self):
-        out = {"log_scale": self.log_scale}
-        if self.bias is not None:
-            out["bias"] = self.bias
-        return out
+        return {"log_scale": self.log_scale, "bias": self.bias}
 
 
 def two_tower_replica(case, dtype):
@@ -215,7 +209,7 @@ class SiglipContext(ClipContext):
     """A SigLIP rank: `inputs(micro)` as ClipContext's; `siglip_loss(ctx, image, text)` gets
     the towers' outputs for this shard's pairs (row i of each is pair i); the learnable
     parameters are `ctx.log_scale` (0-d; logits are exp(log_scale) a.b + bias) and
-    `ctx.bias` (0-d, or None when the case has none)."""
+    `ctx.bias` (0-d)."""
 
     @property
     def log_scale(self):
@@ -223,7 +217,7 @@ class SiglipContext(ClipContext):
 
     @property
     def bias(self):
-        return self.direct.get("bias")
+        return self.direct["bias"]
 
     def family_loss(self, adapter, generator):
         x_image, x_text = self.inputs(self.micro)

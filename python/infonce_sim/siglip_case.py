@@ -1,11 +1,11 @@
 """`"family": "siglip"` cases (SPEC section 15): parsing and validation, no torch needed.
 
-A SigLIP case has no `loss`, `encoder`, `batches`, `rng` or `padding_draws`; its `siglip`
-object holds the towers' weights side by side, `weight` D x (F_image + F_text) (the image
-tower's first `image_features` columns, then the text tower's), whether each tower's output
-is L2-normalised, the learnable `log_scale` (logits are exp(log_scale) a.b + bias) and
-`bias` (a number, or null for none), and the paired batches `[A][P] {"image": n x F_image,
-"text": n x F_text}` (n >= 1 pairs per shard, may differ between shards).
+A SigLIP case has no `loss`, `batches`, `rng` or `padding_draws`; its `encoder` is
+`{"weight": D x (F_image + F_text)}`, the towers' weights side by side (the image tower's
+first `siglip.image_features` columns, then the text tower's), and its `siglip` object holds
+whether each tower's output is L2-normalised, the learnable `log_scale` (logits are
+exp(log_scale) a.b + bias; at most 50) and `bias`, and the paired batches `[A][P] {"image":
+n x F_image, "text": n x F_text}` (n >= 1 pairs per shard, may differ between shards).
 """
 
 import dataclasses
@@ -26,7 +26,7 @@ class SiglipCase:
     image_normalize: bool
     text_normalize: bool
     log_scale: float
-    bias: object  # None or float
+    bias: float
     batches: list  # [micro][dp shard] -> (image rows n x F_image, text rows n x F_text)
     steps: int
     ga_normalize: bool
@@ -76,19 +76,22 @@ def _parse_batches(value, steps, dp, image_features, text_features):
 
 
 def parse_siglip_case(obj) -> SiglipCase:
-    top = ("format", "family", "mesh", "reduction", "gather", "compensate", "siglip",
+    top = ("format", "family", "mesh", "reduction", "gather", "compensate", "encoder", "siglip",
            "accumulation")
     _check_keys(obj, "", top, ("dtype", "strategy", "expect", "found"))
     world, dp = _parse_format_and_mesh(obj)
     siglip = obj["siglip"]
-    _check_keys(siglip, "siglip.", ("weight", "image_features", "image_normalize",
-                                    "text_normalize", "log_scale", "bias", "batches"))
-    weight = _matrix(siglip["weight"], "siglip.weight")
+    _check_keys(obj["encoder"], "encoder.", ("weight",))
+    _check_keys(siglip, "siglip.", ("image_features", "image_normalize", "text_normalize",
+                                    "log_scale", "bias", "batches"))
+    weight = _matrix(obj["encoder"]["weight"], "encoder.weight")
     columns = len(weight[0])
     if columns < 2:
-        raise CaseError(f"siglip.weight: {columns} column, needs F_image + F_text >= 2")
+        raise CaseError(f"encoder.weight: {columns} column, SigLIP needs F_image + F_text >= 2")
     image_features = _int(siglip["image_features"], "siglip.image_features", 1, columns - 1)
-    bias = siglip["bias"]
+    log_scale = _number(siglip["log_scale"], "siglip.log_scale")
+    if log_scale > 50:
+        raise CaseError(f"siglip.log_scale: must be <= 50 (exp(50) = 5e21), got {log_scale}")
     _check_keys(obj["accumulation"], "accumulation.", ("steps", "normalize"))
     steps = _int(obj["accumulation"]["steps"], "accumulation.steps", 1, 1024)
     step = _parse_step_keys(obj)
@@ -102,8 +105,8 @@ def parse_siglip_case(obj) -> SiglipCase:
         image_features=image_features,
         image_normalize=_bool(siglip["image_normalize"], "siglip.image_normalize"),
         text_normalize=_bool(siglip["text_normalize"], "siglip.text_normalize"),
-        log_scale=_number(siglip["log_scale"], "siglip.log_scale"),
-        bias=None if bias is None else _number(bias, "siglip.bias"),
+        log_scale=log_scale,
+        bias=_number(siglip["bias"], "siglip.bias"),
         batches=_parse_batches(siglip["batches"], steps, dp, image_features,
                                columns - image_features),
         steps=steps,

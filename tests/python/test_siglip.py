@@ -43,7 +43,8 @@ def siglip_case(world, pairs, steps=1, bias=0.5, seed=0, image_normalize=True,
 
     return {"format": "infonce-case/1", "family": "siglip", "mesh": {"world": world, "dp": world},
             "reduction": "mean", "gather": "object", "compensate": True,
-            "siglip": {"weight": matrix(3, 5), "image_features": 2,
+            "encoder": {"weight": matrix(3, 5)},
+            "siglip": {"image_features": 2,
                        "image_normalize": image_normalize, "text_normalize": text_normalize,
                        "log_scale": 0.7, "bias": bias,
                        "batches": [[{"image": matrix(n, 2), "text": matrix(n, 3)}
@@ -57,7 +58,7 @@ def full_batch(obj):
     over the micro-steps."""
     s = obj["siglip"]
     f = s["image_features"]
-    weight = torch.tensor(s["weight"], dtype=torch.float64, requires_grad=True)
+    weight = torch.tensor(obj["encoder"]["weight"], dtype=torch.float64, requires_grad=True)
     log_scale = torch.tensor(s["log_scale"], dtype=torch.float64, requires_grad=True)
     bias = torch.tensor(s["bias"], dtype=torch.float64, requires_grad=True)
     total = torch.zeros((), dtype=torch.float64)
@@ -78,13 +79,20 @@ def full_batch(obj):
 
 
 def test_a_siglip_case_parses_into_its_towers():
-    case = parse_case(siglip_case(2, [1, 2], bias=None))
+    case = parse_case(siglip_case(2, [1, 2], bias=-2.5))
     assert isinstance(case, SiglipCase) and case.family == "siglip"
     assert (case.world, case.dp, case.dim, case.image_features) == (2, 2, 3, 2)
     assert case.image_weight == [row[:2] for row in case.weight]
     assert case.text_weight == [row[2:] for row in case.weight]
-    assert case.bias is None and case.log_scale == 0.7
+    assert case.bias == -2.5 and case.log_scale == 0.7
     assert [len(image) for image, _ in case.batches[0]] == [1, 2]
+
+
+def test_an_encoder_normalize_key_is_not_siglips():
+    obj = siglip_case(1, 1)
+    obj["encoder"]["normalize"] = True  # each tower says it in siglip.*_normalize
+    with pytest.raises(CaseError, match="encoder.normalize: unknown key"):
+        parse_case(obj)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -92,6 +100,9 @@ def test_a_siglip_case_parses_into_its_towers():
     (lambda s: s.pop("log_scale"), "siglip.log_scale: missing"),
     (lambda s: s.update(image_features=5), "siglip.image_features: 5 out of range"),
     (lambda s: s.update(bias="x"), "siglip.bias: expected a number"),
+    (lambda s: s.update(bias=None), "siglip.bias: expected a number"),
+    (lambda s: s.update(log_scale=50.5), "siglip.log_scale: must be <= 50"),
+    (lambda s: s.update(weight=[[1.0]]), "siglip.weight: unknown key"),
     (lambda s: s["batches"][0][1].update(text=[[0.0, 0.0, 0.0]] * 3),
      "siglip.batches[0][1].text: 3 rows, image has 2"),
     (lambda s: s["batches"][0][0].update(image=[[0.0, 0.0, 0.0]]),
@@ -124,7 +135,8 @@ def hand_case():
     scale exp(0) = 1, bias -1; images x = (1, 0.5), texts y = (1, -1)."""
     return {"format": "infonce-case/1", "family": "siglip", "mesh": {"world": 1, "dp": 1},
             "reduction": "mean", "gather": "object", "compensate": True,
-            "siglip": {"weight": [[2.0, 1.0]], "image_features": 1, "image_normalize": False,
+            "encoder": {"weight": [[2.0, 1.0]]},
+            "siglip": {"image_features": 1, "image_normalize": False,
                        "text_normalize": False, "log_scale": 0.0, "bias": -1.0,
                        "batches": [[{"image": [[1.0], [0.5]], "text": [[1.0], [-1.0]]}]]},
             "accumulation": {"steps": 1, "normalize": True}}
