@@ -1,7 +1,7 @@
 """The conformance adapter's reading of issue 13's keys (docs/MODEL.md 3.7,
 docs/strategies.md): the InfoNCE loss at any strategy point and with a learnable
-inverse temperature, and the CLIP loss at any strategy point. Generators, like the
-conformance adapter: they yield their collectives.
+inverse temperature, and the CLIP and SigLIP losses at any strategy point. Generators,
+like the conformance adapter: they yield their collectives.
 
 The gather runs over the strategy's group (strategy.gather_group): the DP group, or the
 default (world) group, every shard R times, the own slot at the world rank.
@@ -277,4 +277,37 @@ def clip_strategy_loss(ctx, image, text, logit_scale, logit_bias):
             offset = sum(s.shape[0] for s in image_slots[:gather_group(ctx)[1]])
             loss = clip_objective(image, text, all_image, all_text, offset, logit_scale,
                                   logit_bias)
+    return scaled(loss, strategy.factor(ctx.dp, ctx.world))
+
+
+# -- SigLIP ------------------------------------------------------------------------------------
+
+
+def siglip_objective(image_queries, text_docs, offset, log_scale, bias):
+    """SPEC section 15 over the query rows: -(1/n) sum_ij log sigmoid(y_ij logit_ij), logits
+    exp(log_scale) a_i . b_j + bias, y_ij = +1 at the query's own text (offset + i), else -1."""
+    logits = log_scale.exp() * image_queries @ text_docs.T + bias
+    n = image_queries.shape[0]
+    labels = -torch.ones_like(logits)
+    labels[torch.arange(n), offset + torch.arange(n)] = 1.0
+    return -F.logsigmoid(labels * logits).sum() / n
+
+
+def siglip_strategy_loss(ctx, image, text):
+    """One rank's SigLIP loss at the case's strategy point (without one, SPEC section 15's
+    step: autograd/local/scale-1): (backpropagated, reported). Global: every gathered image
+    against every gathered text; local: the own live images against every gathered text."""
+    case = ctx.case
+    strategy = effective_strategy(case)
+    if not has_gather(case):
+        loss = siglip_objective(image, text, 0, ctx.log_scale, ctx.bias)
+    else:
+        image_slots, text_slots = yield from gather_rows(ctx, (image, text), strategy.gather)
+        all_text = torch.cat(text_slots, dim=0)
+        if strategy.scope == "global":
+            loss = siglip_objective(torch.cat(image_slots, dim=0), all_text, 0, ctx.log_scale,
+                                    ctx.bias)
+        else:
+            offset = sum(s.shape[0] for s in image_slots[:gather_group(ctx)[1]])
+            loss = siglip_objective(image, all_text, offset, ctx.log_scale, ctx.bias)
     return scaled(loss, strategy.factor(ctx.dp, ctx.world))

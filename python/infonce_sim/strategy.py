@@ -77,10 +77,14 @@ def parse_strategy(value: object, reduction: str, compensate: bool) -> "Strategy
 
 
 def effective_strategy(case) -> Strategy:
-    """The point `case` runs at: its `strategy`, or the trainer's."""
+    """The point `case` runs at: its `strategy`, or the trainer's (SigLIP's, SPEC section 15:
+    every rank's texts reach each rank with their gradients' way back, its own images score
+    against all of them, divided by its own pairs: autograd/local/scale-1)."""
     if case.strategy is not None:
         return case.strategy
-    use_batch = case.family == "clip" or case.loss.use_batch
+    if case.family == "siglip":
+        return Strategy("autograd", "local", "none", case.reduction)
+    use_batch = case.family != "infonce" or case.loss.use_batch
     compensates = case.compensate and use_batch and case.reduction == "mean"
     return Strategy("detached-own-live", "global", "P" if compensates else "none",
                     case.reduction)
@@ -90,7 +94,7 @@ def has_gather(case) -> bool:
     """Whether the step gathers (use_batch and more than one member in the gather's group:
     P, or W for a world gather): the only place the strategy's gather and scope act (its
     scale and reduction act always)."""
-    use_batch = case.family == "clip" or case.loss.use_batch
+    use_batch = case.family != "infonce" or case.loss.use_batch  # only InfoNCE may not
     members = case.world if effective_strategy(case).group == "world" else case.dp
     return use_batch and members > 1
 

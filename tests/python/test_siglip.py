@@ -224,3 +224,41 @@ def test_same_case_twice_gives_the_same_bits():
     second = InProcessRuntime().run(adapter, parse_case(json.loads(json.dumps(obj))))
     assert first["losses"] == second["losses"] and first["direct"] == second["direct"]
     assert torch.equal(first["grad"], second["grad"])
+
+
+# -- the conformance adapter's SigLIP (strategic.siglip_strategy_loss) -------------------------
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_conformance_siglip_is_the_full_batch_gradient(world):
+    """Without a strategy it runs SPEC section 15's step (autograd/local/scale-1), a generator
+    on the in-process runtime: with equal batches, the full batch's gradient."""
+    obj = siglip_case(world, 2, steps=2, seed=20 + world)
+    result = InProcessRuntime().run(load_adapter({"kind": "conformance"}),
+                                    parse_case(copy.deepcopy(obj)))
+    loss, grad, d_log_scale, d_bias = full_batch(obj)
+    assert sum(result["losses"]) / world == pytest.approx(loss, rel=1e-12)
+    assert torch.allclose(result["grad"], grad, rtol=1e-12, atol=1e-13)
+    assert result["direct"] == {"log_scale": pytest.approx(d_log_scale, rel=1e-12),
+                                "bias": pytest.approx(d_bias, rel=1e-12)}
+
+
+def test_conformance_siglip_at_global_points():
+    """Unequal batches, P = 2. autograd/global: every rank reports the full-batch loss; each
+    rank's rows get the sum over the P ranks' losses, DDP averages: the full batch's gradient
+    for the towers and the direct parameters. detached-own-live/global/scale-P: the towers'
+    own-slot gradient times P, averaged: the full batch's; the log scale's P copies times P,
+    averaged: P x (docs/strategies.md's derivation for CLIP, the same for SigLIP)."""
+    obj = siglip_case(2, [1, 3], seed=31)
+    loss, grad, d_log_scale, _ = full_batch(obj)
+    runtime = InProcessRuntime()
+    adapter = load_adapter({"kind": "conformance"})
+    obj["strategy"] = {"gather": "autograd", "scope": "global", "scale": "none"}
+    result = runtime.run(adapter, parse_case(copy.deepcopy(obj)))
+    assert result["losses"] == [pytest.approx(loss, rel=1e-12)] * 2
+    assert torch.allclose(result["grad"], grad, rtol=1e-12, atol=1e-13)
+    assert result["direct"]["log_scale"] == pytest.approx(d_log_scale, rel=1e-12)
+    obj["strategy"] = {"gather": "detached-own-live", "scope": "global", "scale": "P"}
+    result = runtime.run(adapter, parse_case(copy.deepcopy(obj)))
+    assert torch.allclose(result["grad"], grad, rtol=1e-12, atol=1e-13)
+    assert result["direct"]["log_scale"] == pytest.approx(2 * d_log_scale, rel=1e-12)

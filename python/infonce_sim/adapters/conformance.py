@@ -121,6 +121,10 @@ class ConformanceAdapter:
         from ..strategic import clip_strategy_loss
         return (yield from clip_strategy_loss(ctx, image, text, logit_scale, logit_bias))
 
+    def siglip_loss(self, ctx, image, text):
+        from ..strategic import siglip_strategy_loss
+        return (yield from siglip_strategy_loss(ctx, image, text))
+
 
 def parse_point(text):
     """'gather/scope/scale-S/reduction[/world]' (docs/strategies.md) as a Strategy: a
