@@ -280,6 +280,46 @@ def clip_strategy_loss(ctx, image, text, logit_scale, logit_bias):
     return scaled(loss, strategy.factor(ctx.dp, ctx.world))
 
 
+# -- NT-Xent -----------------------------------------------------------------------------------
+
+
+def ntxent_objective(queries, query_columns, rows, positives, case, tau):
+    """SPEC section 14 over the query rows: row k's logits r_k . r_j / T (or * tau) against
+    every row j of `rows` but its own column (query_columns[k], masked to -inf), its target
+    the other view's column positives[k]; the mean over the query rows."""
+    logits = _temper(queries @ rows.T, case, tau)
+    own = F.one_hot(query_columns, rows.shape[0]).bool()
+    return F.cross_entropy(_masked(logits, own), positives)
+
+
+def ntxent_strategy_loss(ctx, first, second):
+    """One rank's NT-Xent loss at the case's strategy point: (backpropagated, reported).
+    The gathered rows are every slot's first views, then every slot's second views (N of
+    each); global: all 2N rows as queries; local: the own live 2n rows, at columns offset + i
+    and N + offset + i."""
+    case = ctx.case
+    strategy = effective_strategy(case)
+    tau = ctx.inverse_temperature
+    n = first.shape[0]
+    if not has_gather(case):
+        rows = torch.cat([first, second])
+        columns = torch.arange(2 * n)
+        return scaled(ntxent_objective(rows, columns, rows, (columns + n) % (2 * n), case, tau),
+                      strategy.factor(ctx.dp, ctx.world))
+    first_slots, second_slots = yield from gather_rows(ctx, (first, second), strategy.gather)
+    rows = torch.cat(first_slots + second_slots)
+    total = rows.shape[0] // 2
+    if strategy.scope == "global":
+        columns = torch.arange(2 * total)
+        loss = ntxent_objective(rows, columns, rows, (columns + total) % (2 * total), case, tau)
+    else:
+        offset = sum(s.shape[0] for s in first_slots[:gather_group(ctx)[1]])
+        own = torch.arange(offset, offset + n)
+        columns = torch.cat([own, own + total])
+        positives = torch.cat([own + total, own])
+        loss = ntxent_objective(torch.cat([first, second]), columns, rows, positives, case, tau)
+    return scaled(loss, strategy.factor(ctx.dp, ctx.world))
+
 # -- SigLIP ------------------------------------------------------------------------------------
 
 

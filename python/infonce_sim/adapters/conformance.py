@@ -1,5 +1,8 @@
 """The `conformance` adapter: the SPEC's own torch reading (infonce_sim.spec) on one rank.
 
+`--option families=infonce,clip,ntxent,siglip` declares the families it runs beyond the
+default infonce and clip (NT-Xent and SigLIP: strategic.py, at every strategy point).
+
 `--option strategy=POINT` (e.g. detached/local/scale-1/mean, or with /world appended a
 gather over the whole world: detached-own-live/global/scale-W/mean/world, a tevatron-like
 trainer) makes it a trainer with one point baked in: it runs POINT whatever point a case names, and declines a case whose
@@ -17,6 +20,7 @@ import torch
 from ..rank import Collective
 from ..spec import compensation_scale, infonce_loss
 
+FAMILIES = ("infonce", "clip", "ntxent", "siglip")  # what it runs (--option families=)
 SUPPORTS = {
     "use_batch": [True, False],
     "hard_negatives": True,
@@ -85,8 +89,10 @@ class ConformanceAdapter:
     # spec.numpy_choice). The in-process runtime keeps just that one per rank.
     random_generators = ("numpy",)
 
-    def __init__(self, max_world=8, max_replicas=8, strategy=None):
+    def __init__(self, max_world=8, max_replicas=8, strategy=None, families=None):
         self.supports = dict(SUPPORTS, max_world=max_world, max_replicas=max_replicas)
+        if families is not None:
+            self.supports["families"] = _families(families)
         self.point = parse_point(strategy) if strategy else None
         if self.point is not None:
             self.name = f"{self.name}, always at {self.point.point()}"
@@ -121,6 +127,10 @@ class ConformanceAdapter:
         from ..strategic import clip_strategy_loss
         return (yield from clip_strategy_loss(ctx, image, text, logit_scale, logit_bias))
 
+    def ntxent_loss(self, ctx, first, second):
+        from ..strategic import ntxent_strategy_loss
+        return (yield from ntxent_strategy_loss(ctx, first, second))
+
     def siglip_loss(self, ctx, image, text):
         from ..strategic import siglip_strategy_loss
         return (yield from siglip_strategy_loss(ctx, image, text))
@@ -145,5 +155,15 @@ def parse_point(text):
     return Strategy(parts[0], parts[1], scales[parts[2]], parts[3], group)
 
 
-def make(max_world=8, max_replicas=8, strategy=None, **_):
-    return ConformanceAdapter(int(max_world), int(max_replicas), strategy)
+def _families(text):
+    """--option families=infonce,clip,ntxent,siglip: the families it declares (default
+    infonce and clip; it runs all four, SPEC sections 2, 11, 14 and 15)."""
+    names = [name for name in str(text).split(",") if name]
+    unknown = [name for name in names if name not in FAMILIES]
+    if unknown or not names:
+        raise ValueError(f"--option families={text}: expected some of {', '.join(FAMILIES)}")
+    return names
+
+
+def make(max_world=8, max_replicas=8, strategy=None, families=None, **_):
+    return ConformanceAdapter(int(max_world), int(max_replicas), strategy, families)
