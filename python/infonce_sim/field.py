@@ -10,6 +10,8 @@ declares, on the INSTALLED version of the project: the worker's handshake, then
   reference; a failure is shrunk and saved under --corpus-dir, its reproduce commands printed);
 - NT-Xent family: as InfoNCE (the property campaign, then `check --strategies POINT --family
   ntxent` at the configuration's point).
+- SigLIP family: as InfoNCE (the property campaign on SigLIP cases, shrunk on failure; a
+  `_point` adds `check --strategies POINT --family siglip`).
 - CLIP family (no shrinking campaign exists for it): `check --strategies POINT --sut CMD` at the
   configuration's own point (the encoders' and direct parameters' verdicts, each against the
   prediction of docs/strategies.md), and at `autograd/global/scale-1/mean`, the point whose
@@ -325,14 +327,16 @@ def configuration_rows(args, kind, module, why=None):
             families = shake["supports"].get("families", ["infonce"])
             family = ("clip" if "clip" in families else
                       "ntxent" if "ntxent" in families and "infonce" not in families
+                      else "siglip" if "siglip" in families and "infonce" not in families
                       else "infonce")
             where = f"{label}" + (f"; `{point}`" if point else "") + f"; {runtime}"
             encoders, direct = "", ""
-            if family == "infonce" or family == "ntxent":
+            if family in ("infonce", "ntxent", "siglip"):
                 encoders, bug, s = property_check(args, command, restrict)
                 seconds += s
-                direct = "none" if "learnable_temperature" not in shake["supports"].get(
-                    "extension_keys", []) else "in the campaign"
+                learnable = family == "siglip" or "learnable_temperature" in shake[
+                    "supports"].get("extension_keys", [])  # SigLIP's log scale and bias
+                direct = "in the campaign" if learnable else "none"
                 if bug:
                     bugs.append(bug)
             if point:
