@@ -262,3 +262,21 @@ def test_conformance_siglip_at_global_points():
     result = runtime.run(adapter, parse_case(copy.deepcopy(obj)))
     assert torch.allclose(result["grad"], grad, rtol=1e-12, atol=1e-13)
     assert result["direct"]["log_scale"] == pytest.approx(2 * d_log_scale, rel=1e-12)
+
+
+# -- the wrong stand-ins of test_field_siglip.py, measured here without the binary -------------
+
+
+def test_the_wrong_standins_are_wrong_in_the_way_they_say():
+    from siglip_standins import DetachedTexts, GlobalDivisor
+    obj = siglip_case(2, 2, seed=3)
+    _, grad, d_log_scale, _ = full_batch(obj)
+    runtime = InProcessRuntime()
+    halved = runtime.run(GlobalDivisor(), parse_case(copy.deepcopy(obj)))
+    assert torch.allclose(halved["grad"], grad / 2, rtol=1e-12, atol=1e-13)
+    assert halved["direct"]["log_scale"] == pytest.approx(d_log_scale / 2, rel=1e-12)
+    detached = runtime.run(DetachedTexts(), parse_case(copy.deepcopy(obj)))
+    f = obj["siglip"]["image_features"]
+    assert torch.allclose(detached["grad"][:, :f], grad[:, :f], rtol=1e-12, atol=1e-13)
+    assert not torch.allclose(detached["grad"][:, f:], grad[:, f:], rtol=1e-3)
+    assert detached["direct"]["log_scale"] == pytest.approx(d_log_scale, rel=1e-12)
