@@ -1,6 +1,6 @@
 """The SigLIP family's Python side (SPEC section 15): the case keys, the rank context, and
-open_clip's real SigLipLoss (installed open-clip-torch) in every dist_impl, without the
-binary.
+open_clip's real SigLipLoss (installed open-clip-torch) in every dist_impl, in-process and
+(two dist_impls, ~40 s) under real DDP, without the binary.
 
 Expected values are written here: a one-rank case computed by hand (the formulas in the
 test), and for several ranks the full-batch objective in a few lines of plain torch autograd
@@ -280,3 +280,26 @@ def test_the_wrong_standins_are_wrong_in_the_way_they_say():
     assert torch.allclose(detached["grad"][:, :f], grad[:, :f], rtol=1e-12, atol=1e-13)
     assert not torch.allclose(detached["grad"][:, f:], grad[:, f:], rtol=1e-3)
     assert detached["direct"]["log_scale"] == pytest.approx(d_log_scale, rel=1e-12)
+
+
+# -- real DDP (gloo) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dist_impl", ["bidir", "reduce"])
+def test_open_clip_siglip_under_real_ddp_equals_in_process(dist_impl):
+    """The same case (W = 3, two micro-steps) under real DDP: the ring's point-to-point
+    messages (bidir) or torch.distributed.nn.all_reduce (reduce) on gloo, DDP's own mean."""
+    needs_open_clip()
+    from infonce_sim.ddp import DdpRuntime
+    spec = {"kind": "open-clip-siglip", "dist_impl": dist_impl, "max_world": 8}
+    adapter = load_adapter(spec)
+    case = parse_case(siglip_case(3, 2, steps=2, seed=41))
+    ddp = DdpRuntime(spec, timeout=300, max_pools=1)
+    try:
+        real = ddp.run(adapter, case)
+    finally:
+        ddp.close()
+    inprocess = InProcessRuntime().run(adapter, case)
+    assert real["losses"] == pytest.approx(inprocess["losses"], rel=1e-13)
+    assert torch.allclose(real["grad"], inprocess["grad"], rtol=1e-12, atol=1e-14)
+    assert real["direct"] == pytest.approx(inprocess["direct"], rel=1e-12)
