@@ -430,6 +430,64 @@ void check_ntxent(const Case& c) {
   check_at_most("ntxent.batches", numbers, CaseLimits::kMaxNumbers);
 }
 
+// The SigLIP family's invariants (casefile/siglip_case.hpp).
+void check_siglip(const Case& c) {
+  const SigLipSettings& siglip = *c.siglip;
+  check_at_least("siglip.image_features", siglip.image_features, 1);
+  if (siglip.image_features >= c.feature_dim()) {
+    fail("siglip.image_features", "must leave the text tower at least one of encoder.weight's " +
+                                      number_text(c.feature_dim()) + " columns, got " +
+                                      number_text(siglip.image_features));
+  }
+  check_finite("siglip.log_scale", siglip.log_scale);
+  // exp(log scale) times a similarity must stay finite (SigLIP clamps the scale at 100).
+  if (siglip.log_scale > 50) {
+    fail("siglip.log_scale", "must be <= 50 (exp(50) = 5e21), got " + real_text(siglip.log_scale));
+  }
+  check_finite("siglip.bias", siglip.bias);
+  if (c.learnable_temperature) fail("learnable_temperature", "is an InfoNCE key, not SigLIP's");
+  if (c.accumulation_window) fail("accumulation.window", "is not supported for SigLIP cases");
+  if (c.padding_draws) fail("padding_draws", "is an InfoNCE key, not SigLIP's");
+  if (!c.batches.empty()) fail("batches", "is an InfoNCE key, not SigLIP's (siglip.batches)");
+  if (siglip.batches.size() != static_cast<std::size_t>(c.accumulation_steps)) {
+    fail("siglip.batches", "has " + number_text(static_cast<std::int64_t>(siglip.batches.size())) +
+                               " micro-steps, accumulation.steps is " +
+                               number_text(c.accumulation_steps));
+  }
+  const std::int64_t image_features = siglip.image_features;
+  const std::int64_t text_features = c.feature_dim() - image_features;
+  std::int64_t numbers = 0;
+  for (std::size_t m = 0; m < siglip.batches.size(); ++m) {
+    const std::string micro_path = index_path("siglip.batches", static_cast<std::int64_t>(m));
+    if (siglip.batches[m].size() != static_cast<std::size_t>(c.mesh.dp)) {
+      fail(micro_path, "has " + number_text(static_cast<std::int64_t>(siglip.batches[m].size())) +
+                           " DP shards, mesh.dp is " + number_text(c.mesh.dp));
+    }
+    std::int64_t rows = 0;
+    for (std::size_t d = 0; d < siglip.batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const SigLipShardBatch& shard = siglip.batches[m][d];
+      check_at_least(path + ".image", shard.image.rows(), 1);
+      check_at_most(path + ".image", shard.image.rows(), CaseLimits::kMaxGroupsPerShard);
+      if (shard.text.rows() != shard.image.rows()) {
+        fail(path + ".text", "has " + number_text(shard.text.rows()) + " rows, .image has " +
+                                 number_text(shard.image.rows()) + " (one pair per row)");
+      }
+      if (shard.image.cols() != image_features || shard.text.cols() != text_features) {
+        fail(path, "rows of " + number_text(shard.image.cols()) + " and " +
+                       number_text(shard.text.cols()) + " numbers, the towers take " +
+                       number_text(image_features) + " and " + number_text(text_features));
+      }
+      check_finite_rows(path + ".image", shard.image);
+      check_finite_rows(path + ".text", shard.text);
+      numbers += shard.image.size() + shard.text.size();
+      rows += shard.image.rows();
+    }
+    check_at_most(micro_path, rows * rows, CaseLimits::kMaxLogits);  // the N x N logits
+  }
+  check_at_most("siglip.batches", numbers, CaseLimits::kMaxNumbers);
+}
+
 }  // namespace case_checks
 
 std::vector<std::string> direct_parameter_names(const Case& c) {
@@ -438,6 +496,7 @@ std::vector<std::string> direct_parameter_names(const Case& c) {
     if (c.clip->logit_bias) names.emplace_back("logit_bias");
     return names;
   }
+  if (c.siglip) return {"log_scale", "bias"};
   if (c.learnable_temperature) return {"inverse_temperature"};
   return {};
 }
@@ -455,6 +514,18 @@ Strategy effective_strategy(const Case& c) {
 }
 
 void validate_case(const Case& c) {
+  if (c.siglip) {
+    if (c.clip || c.ntxent)
+      case_checks::fail("siglip", "a case has one family: \"siglip\" and another are both set");
+    case_checks::check_mesh(c.mesh);
+    case_checks::check_weight(c.weight);
+    case_checks::check_accumulation_steps(c.accumulation_steps);
+    case_checks::check_siglip(c);
+    case_checks::check_expect(c);
+    case_checks::check_strategy(c);
+    case_checks::check_expect_direct(c);
+    return;
+  }
   if (c.ntxent) {
     if (c.clip)
       case_checks::fail("ntxent", "a case has one family: \"clip\" and \"ntxent\" are both set");

@@ -10,6 +10,7 @@
 
 #include "casefile/clip_case.hpp"
 #include "casefile/ntxent_case.hpp"
+#include "casefile/siglip_case.hpp"
 #include "casefile/strategy_value.hpp"
 #include "loss/matrix.hpp"
 #include "loss/padding.hpp"
@@ -91,6 +92,10 @@ struct Case {
   // family (casefile/ntxent_case.hpp). Like a CLIP case, no InfoNCE batches,
   // settings or padding; `weight` is the shared encoder's.
   std::optional<NtXentSettings> ntxent;
+  // Extension key "family": "siglip" with the "siglip" object: the SigLIP
+  // family (casefile/siglip_case.hpp). No InfoNCE settings, generators or
+  // batches; `weight` holds both towers (the root "encoder": {"weight"}).
+  std::optional<SigLipSettings> siglip;
 
   // The micro-steps that run: the window, or every configured step.
   std::int32_t micro_steps_run() const { return accumulation_window.value_or(accumulation_steps); }
@@ -116,10 +121,12 @@ struct CaseLimits {
 // their gradients after the encoder weight's D x F entries (the flat gradient
 // of step::RankOutput and step::DistributedResult): {"inverse_temperature"}
 // with a learnable temperature (InfoNCE or NT-Xent); {"log_logit_scale"}
-// and, when set, {"logit_bias"} for CLIP; else none.
+// and, when set, {"logit_bias"} for CLIP; {"log_scale", "bias"} for SigLIP;
+// else none.
 std::vector<std::string> direct_parameter_names(const Case& c);
 inline std::size_t direct_parameter_count(const Case& c) {
   if (c.clip) return c.clip->logit_bias ? 2 : 1;
+  if (c.siglip) return 2;
   return c.learnable_temperature ? 1 : 0;
 }
 

@@ -266,11 +266,12 @@ constexpr std::array<EnumName<RngMode>, 2> kRngModeNames{{
     {RngMode::synced, "synced"},
     {RngMode::per_rank, "per-rank"},
 }};
-enum class LossFamily { infonce, clip, ntxent };
-constexpr std::array<EnumName<LossFamily>, 3> kLossFamilyNames{{
+enum class LossFamily { infonce, clip, ntxent, siglip };
+constexpr std::array<EnumName<LossFamily>, 4> kLossFamilyNames{{
     {LossFamily::infonce, "infonce"},
     {LossFamily::clip, "clip"},
     {LossFamily::ntxent, "ntxent"},
+    {LossFamily::siglip, "siglip"},
 }};
 constexpr std::array<EnumName<ScalarType>, 2> kScalarTypeNames{{
     {ScalarType::float64, "float64"},
@@ -426,11 +427,8 @@ loss::LossSettings read_loss_settings(const Json& value) {
   return settings;
 }
 
-void read_encoder(const Json& value, Case& c) {
-  const ObjectReader encoder(value, "encoder", {"normalize", "weight"});
-  c.encoder_normalize = read_bool(encoder.required("normalize"), encoder.path("normalize"));
-  const Json& weight = encoder.required("weight");
-  // Sizes first, so a huge matrix is refused before it is allocated.
+// encoder.weight: D x F, sizes checked before the matrix is allocated.
+Matrix<double> read_encoder_weight(const Json& weight) {
   read_array(weight, "encoder.weight");
   if (weight.size() > static_cast<std::size_t>(CaseLimits::kMaxDim)) {
     fail("encoder.weight", count_text(weight.size()) + " rows (D), above the limit " +
@@ -444,8 +442,15 @@ void read_encoder(const Json& value, Case& c) {
   if (!weight.empty() && weight[0].is_array() && weight[0].empty()) {
     fail("encoder.weight[0]", "expected at least 1 number (F >= 1)");
   }
-  c.weight = read_matrix(weight, "encoder.weight", std::nullopt, std::nullopt);
-  case_checks::check_weight(c.weight);
+  Matrix<double> out = read_matrix(weight, "encoder.weight", std::nullopt, std::nullopt);
+  case_checks::check_weight(out);
+  return out;
+}
+
+void read_encoder(const Json& value, Case& c) {
+  const ObjectReader encoder(value, "encoder", {"normalize", "weight"});
+  c.encoder_normalize = read_bool(encoder.required("normalize"), encoder.path("normalize"));
+  c.weight = read_encoder_weight(encoder.required("weight"));
 }
 
 void read_accumulation(const Json& value, Case& c) {
@@ -653,6 +658,53 @@ void read_ntxent(const Json& value, Case& c) {
   c.ntxent = std::move(settings);
 }
 
+// The "siglip" object of a SigLIP case (the towers' weight, the root
+// "encoder": {"weight"}, already read): the split, normalisations, direct
+// parameters and every shard's pairs.
+void read_siglip(const Json& value, Case& c) {
+  const ObjectReader siglip(
+      value, "siglip",
+      {"image_features", "image_normalize", "text_normalize", "log_scale", "bias", "batches"});
+  SigLipSettings settings;
+  settings.image_features =
+      read_int32(siglip.required("image_features"), siglip.path("image_features"));
+  if (settings.image_features < 1 || settings.image_features >= c.weight.cols()) {
+    fail(siglip.path("image_features"),
+         "expected 1 to " + std::to_string(c.weight.cols() - 1) +
+             " (encoder.weight's columns minus at least one text column), got " +
+             std::to_string(settings.image_features));
+  }
+  settings.image_normalize =
+      read_bool(siglip.required("image_normalize"), siglip.path("image_normalize"));
+  settings.text_normalize =
+      read_bool(siglip.required("text_normalize"), siglip.path("text_normalize"));
+  settings.log_scale = read_double(siglip.required("log_scale"), siglip.path("log_scale"));
+  settings.bias = read_double(siglip.required("bias"), siglip.path("bias"));
+  const Json& batches = siglip.required("batches");
+  read_array_of(batches, siglip.path("batches"), static_cast<std::size_t>(c.accumulation_steps),
+                "micro-steps (accumulation.steps)");
+  const auto image_columns = static_cast<std::size_t>(settings.image_features);
+  const auto text_columns = static_cast<std::size_t>(c.weight.cols()) - image_columns;
+  std::int64_t numbers_in_case = 0;
+  for (std::size_t m = 0; m < batches.size(); ++m) {
+    const std::string micro_path = index_path(siglip.path("batches"), static_cast<std::int64_t>(m));
+    read_array_of(batches[m], micro_path, static_cast<std::size_t>(c.mesh.dp),
+                  "DP shards (mesh.dp)");
+    auto& shards = settings.batches.emplace_back();
+    for (std::size_t d = 0; d < batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const ObjectReader shard(batches[m][d], path, {"image", "text"});
+      SigLipShardBatch batch;
+      batch.image =
+          read_rows(shard.required("image"), shard.path("image"), image_columns, numbers_in_case);
+      batch.text =
+          read_rows(shard.required("text"), shard.path("text"), text_columns, numbers_in_case);
+      shards.push_back(std::move(batch));
+    }
+  }
+  c.siglip = std::move(settings);
+}
+
 void read_expect(const Json& value, Case& c) {
   const ObjectReader expect(value, "expect", {"loss", "grad", "direct", "rtol", "atol"});
   Expectation result;
@@ -824,13 +876,35 @@ OrderedJson ntxent_json(const Case& c) {
   return out;
 }
 
+// The "siglip" object: the split, normalisations, direct parameters, pairs.
+OrderedJson siglip_json(const Case& c) {
+  const SigLipSettings& siglip = *c.siglip;
+  OrderedJson out;
+  out["image_features"] = siglip.image_features;
+  out["image_normalize"] = siglip.image_normalize;
+  out["text_normalize"] = siglip.text_normalize;
+  out["log_scale"] = siglip.log_scale;
+  out["bias"] = siglip.bias;
+  OrderedJson batches = OrderedJson::array();
+  for (const auto& micro : siglip.batches) {
+    OrderedJson shards = OrderedJson::array();
+    for (const SigLipShardBatch& shard : micro) {
+      shards.push_back({{"image", matrix_json(shard.image)}, {"text", matrix_json(shard.text)}});
+    }
+    batches.push_back(std::move(shards));
+  }
+  out["batches"] = std::move(batches);
+  return out;
+}
+
 OrderedJson case_json(const Case& c) {
   OrderedJson out;
   out["format"] = kFormat;
   if (c.clip) out["family"] = "clip";
   if (c.ntxent) out["family"] = "ntxent";
+  if (c.siglip) out["family"] = "siglip";
   // Only InfoNCE has loss settings, its own encoder key, generators and batches.
-  const bool infonce = !c.clip && !c.ntxent;
+  const bool infonce = !c.clip && !c.ntxent && !c.siglip;
   out["mesh"] = {{"world", c.mesh.world}, {"dp", c.mesh.dp}};
   out["reduction"] = choice_name(c.reduction, kReductionNames);
   out["gather"] = choice_name(c.gather, kGatherPathNames);
@@ -850,6 +924,9 @@ OrderedJson case_json(const Case& c) {
     out["encoder"] = {{"normalize", c.encoder_normalize}, {"weight", matrix_json(c.weight)}};
   } else if (c.clip) {
     out["clip"] = clip_json(c);
+  } else if (c.siglip) {
+    out["encoder"] = {{"weight", matrix_json(c.weight)}};
+    out["siglip"] = siglip_json(c);
   } else {
     out["ntxent"] = ntxent_json(c);
   }
@@ -947,7 +1024,7 @@ void append_laid_out(std::string& out, const OrderedJson& value, std::size_t ind
 // encoder, generators or batches.
 Case parse_clip_case(const ObjectReader& root) {
   for (const std::string_view key :
-       {"loss", "encoder", "rng", "batches", "padding_draws", "learnable_temperature"}) {
+       {"loss", "encoder", "rng", "batches", "padding_draws", "learnable_temperature", "siglip"}) {
     if (root.optional(key) != nullptr) {
       fail(key, "is an InfoNCE key; a case with \"family\": \"clip\" has none");
     }
@@ -973,7 +1050,7 @@ Case parse_clip_case(const ObjectReader& root) {
 // encoder, generators or batches; a learnable temperature is allowed.
 Case parse_ntxent_case(const ObjectReader& root) {
   for (const std::string_view key :
-       {"loss", "encoder", "rng", "batches", "padding_draws", "clip"}) {
+       {"loss", "encoder", "rng", "batches", "padding_draws", "clip", "siglip"}) {
     if (root.optional(key) != nullptr) {
       fail(key, "is not a key of a case with \"family\": \"ntxent\"");
     }
@@ -998,22 +1075,54 @@ Case parse_ntxent_case(const ObjectReader& root) {
   return c;
 }
 
+// The keys of a SigLIP case ("family": "siglip"): the towers' weight under
+// "encoder" (its only key), no InfoNCE settings, generators or batches.
+Case parse_siglip_case(const ObjectReader& root) {
+  for (const std::string_view key :
+       {"loss", "rng", "batches", "padding_draws", "clip", "ntxent", "learnable_temperature"}) {
+    if (root.optional(key) != nullptr) {
+      fail(key, "is not a key of a case with \"family\": \"siglip\"");
+    }
+  }
+  Case c;
+  c.mesh = read_mesh(root.required("mesh"));
+  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
+  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
+  c.compensate = read_bool(root.required("compensate"), "compensate");
+  read_accumulation(root.required("accumulation"), c);
+  if (const Json* dtype = given(root, "dtype")) {
+    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
+  }
+  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  const ObjectReader encoder(root.required("encoder"), "encoder", {"weight"});
+  c.weight = read_encoder_weight(encoder.required("weight"));
+  read_siglip(root.required("siglip"), c);
+  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
+  if (const Json* found = given(root, "found")) read_found(*found, c);
+  validate_case(c);
+  return c;
+}
+
 }  // namespace
 
 Case parse_case(std::string_view json_text) {
   const Json document = parse_json(json_text);
   const ObjectReader root(document, "",
-                          {"format", "family", "mesh", "reduction", "gather", "compensate", "loss",
-                           "encoder", "clip", "ntxent", "accumulation", "rng", "dtype", "strategy",
-                           "learnable_temperature", "padding_draws", "batches", "expect", "found"});
+                          {"format",        "family",     "mesh",     "reduction",
+                           "gather",        "compensate", "loss",     "encoder",
+                           "clip",          "ntxent",     "siglip",   "accumulation",
+                           "rng",           "dtype",      "strategy", "learnable_temperature",
+                           "padding_draws", "batches",    "expect",   "found"});
   read_format(root);
   if (const Json* family = given(root, "family")) {
     const LossFamily chosen = read_choice(*family, "family", kLossFamilyNames);
     if (chosen == LossFamily::clip) return parse_clip_case(root);
     if (chosen == LossFamily::ntxent) return parse_ntxent_case(root);
+    if (chosen == LossFamily::siglip) return parse_siglip_case(root);
   }
   if (root.optional("clip") != nullptr) fail("clip", "needs \"family\": \"clip\"");
   if (root.optional("ntxent") != nullptr) fail("ntxent", "needs \"family\": \"ntxent\"");
+  if (root.optional("siglip") != nullptr) fail("siglip", "needs \"family\": \"siglip\"");
   Case c;
   c.mesh = read_mesh(root.required("mesh"));
   c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);

@@ -297,6 +297,14 @@ namespace infonce::properties {
 std::int64_t oracle_work(const Case& c) {
   const std::int64_t dim = c.embedding_dim();
   std::int64_t work = 0;
+  if (c.siglip) {  // per micro-step: both towers' rows, and N^2 logits
+    for (const auto& shards : c.siglip->batches) {
+      std::int64_t pairs = 0;
+      for (const SigLipShardBatch& shard : shards) pairs += shard.image.rows();
+      work += pairs * dim * c.feature_dim() + pairs * pairs * dim;
+    }
+    return work;
+  }
   if (c.clip) {  // per micro-step: both towers' rows, and N^2 logits in each direction
     for (const auto& shards : c.clip->batches) {
       std::int64_t pairs = 0;

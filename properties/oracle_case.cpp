@@ -6,6 +6,7 @@
 #include "oracle/clip_objective.hpp"
 #include "oracle/ntxent_objective.hpp"
 #include "oracle/objective.hpp"
+#include "oracle/siglip_objective.hpp"
 #include "step/recorded_padding.hpp"
 
 namespace infonce::properties {
@@ -115,6 +116,26 @@ oracle::NtXentDescription oracle_ntxent_description(const Case& c) {
   return d;
 }
 
+oracle::SigLipDescription oracle_siglip_description(const Case& c) {
+  const SigLipSettings& siglip = *c.siglip;
+  const Eigen::Index image = siglip.image_features;
+  oracle::SigLipDescription d;
+  d.image_weight = input_rows(c.weight.leftCols(image), c.scalar);
+  d.image_normalize = siglip.image_normalize;
+  d.text_weight = input_rows(c.weight.rightCols(c.weight.cols() - image), c.scalar);
+  d.text_normalize = siglip.text_normalize;
+  d.log_scale = siglip.log_scale;
+  d.bias = siglip.bias;
+  d.accumulation_normalize = c.accumulation_normalize;
+  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
+    std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
+    for (const SigLipShardBatch& shard : siglip.batches[static_cast<std::size_t>(m)]) {
+      micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
+    }
+  }
+  return d;
+}
+
 namespace {
 
 OracleValues ntxent_oracle_values(const Case& c) {
@@ -142,6 +163,27 @@ OracleValues ntxent_oracle_values(const Case& c) {
 Matrix<double> side_by_side(const oracle::RealRows& image, const oracle::RealRows& text) {
   Matrix<double> out(image.rows(), image.cols() + text.cols());
   out << to_double(image), to_double(text);
+  return out;
+}
+
+OracleValues siglip_oracle_values(const Case& c) {
+  const oracle::SigLipResult r = oracle::evaluate_siglip(oracle_siglip_description(c));
+  OracleValues out;
+  out.max_abs_logit = static_cast<double>(r.max_abs_logit);
+  out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
+  out.min_mask_gap = INFINITY;  // no mask
+  out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
+  out.logit_factor = std::exp(c.siglip->log_scale);
+  step::ReferenceValues& values = out.values;
+  values.loss = static_cast<double>(r.loss);
+  values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
+  values.grad = side_by_side(r.grad_image_weight, r.grad_text_weight);
+  values.grad_magnitude = side_by_side(r.grad_image_magnitude, r.grad_text_magnitude);
+  values.direct_grad = {static_cast<double>(r.grad_log_scale), static_cast<double>(r.grad_bias)};
+  values.direct_magnitude = {static_cast<double>(r.grad_log_scale_magnitude),
+                             static_cast<double>(r.grad_bias_magnitude)};
+  out.direct_bound = {static_cast<double>(r.grad_log_scale_bound),
+                      static_cast<double>(r.grad_bias_bound)};
   return out;
 }
 
@@ -174,6 +216,7 @@ OracleValues clip_oracle_values(const Case& c) {
 OracleValues oracle_values(const Case& c) {
   if (c.clip) return clip_oracle_values(c);
   if (c.ntxent) return ntxent_oracle_values(c);
+  if (c.siglip) return siglip_oracle_values(c);
   const oracle::Result r = oracle::evaluate(oracle_description(c, step::record_padding_draws(c)));
   OracleValues out;
   out.max_abs_logit = static_cast<double>(r.max_abs_logit);

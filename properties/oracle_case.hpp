@@ -8,6 +8,7 @@
 #include "oracle/clip_description.hpp"
 #include "oracle/description.hpp"
 #include "oracle/ntxent_description.hpp"
+#include "oracle/siglip_description.hpp"
 #include "step/run_case.hpp"
 
 namespace infonce::properties {
@@ -20,6 +21,8 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
 oracle::ClipDescription oracle_clip_description(const Case& c);
 // An NT-Xent case as the oracle reads it (oracle/ntxent_description.hpp).
 oracle::NtXentDescription oracle_ntxent_description(const Case& c);
+// A SigLIP case as the oracle reads it (oracle/siglip_description.hpp).
+oracle::SigLipDescription oracle_siglip_description(const Case& c);
 
 struct OracleValues {
   step::ReferenceValues values;  // the oracle's objective, widened to double
@@ -31,7 +34,7 @@ struct OracleValues {
   // order; their values and magnitudes are in `values`.
   std::vector<double> direct_bound;
   // The factor a similarity is multiplied by in a logit: 1/T, or CLIP's
-  // exp(log_logit_scale).
+  // exp(log_logit_scale), or SigLIP's exp(log_scale).
   double logit_factor = 1;
 };
 

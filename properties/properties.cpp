@@ -245,8 +245,14 @@ void check_code_paths(const Case& c, CaseVerdict& verdict) {
 }  // namespace
 
 std::vector<std::string> property_names() {
-  return {kGradientMatches, kUncompensatedRatio,   kCodePathsAgree, kScheduleIndependent,
-          kEqualLoss,       kPaddingSkipsPositive, kNoCrash,        kOracleAgrees,
+  return {kGradientMatches,
+          kUncompensatedRatio,
+          kCodePathsAgree,
+          kScheduleIndependent,
+          kEqualLoss,
+          kPaddingSkipsPositive,
+          kNoCrash,
+          kOracleAgrees,
           kReferenceAcceptsValid};
 }
 
@@ -283,9 +289,8 @@ void judge_rejection(const Case& c, const std::string& reason, OracleMode oracle
     }
     if (values && oracle_judges(c, *values)) {
       verdict.failures.push_back(
-          {kReferenceAcceptsValid,
-           "the reference rejects a case the oracle evaluates (loss " +
-               format_detail(values->values.loss) + "): " + reason});
+          {kReferenceAcceptsValid, "the reference rejects a case the oracle evaluates (loss " +
+                                       format_detail(values->values.loss) + "): " + reason});
       return;
     }
   }
@@ -345,7 +350,8 @@ CaseVerdict check_case(const Case& c, const PropertyOptions& options) {
     check_reference_agreement(verdict.report, verdict);
     check_schedule(setup, fifo, options, verdict);
     check_uncompensated(c, setup, reference, options, verdict);
-    if (!c.clip && !c.ntxent) check_code_paths(c, verdict);  // InfoNCE's two code paths
+    if (!c.clip && !c.ntxent && !c.siglip)
+      check_code_paths(c, verdict);  // InfoNCE's two code paths
     if (oracle_applies(c, options.oracle, options.case_index)) {
       verdict.oracle_checked = true;
       check_oracle_agrees(c, fifo, reference, verdict);

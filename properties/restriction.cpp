@@ -7,6 +7,7 @@
 #include "properties/clip_case.hpp"
 #include "properties/generators.hpp"
 #include "properties/ntxent_case.hpp"
+#include "properties/siglip_case.hpp"
 
 namespace infonce::properties {
 namespace {
@@ -63,6 +64,7 @@ CaseFamily family_of(const CaseSpec& spec, const Restriction& r) {
   if (r.infonce) allowed.push_back(CaseFamily::infonce);
   if (r.clip) allowed.push_back(CaseFamily::clip);
   if (r.ntxent) allowed.push_back(CaseFamily::ntxent);
+  if (r.siglip) allowed.push_back(CaseFamily::siglip);
   if (allowed.empty()) return CaseFamily::infonce;
   return allowed[static_cast<std::size_t>(spec.data_seed % allowed.size())];
 }
@@ -82,6 +84,9 @@ Case build_restricted_case(const CaseSpec& spec, const Restriction& r) {
       break;
     case CaseFamily::ntxent:
       c = build_ntxent_case(spec);
+      break;
+    case CaseFamily::siglip:
+      c = build_siglip_case(spec);
       break;
   }
   restrict_case(c, r);
@@ -157,18 +162,20 @@ std::vector<std::string> restricted_axes(const Restriction& r, const GeneratorLi
     axes.push_back("shapes: the same on every rank (equal groups and documents per query)");
   }
   if (!r.per_rank_rng) axes.push_back("rng.mode: synced only");
-  if (r.clip || r.ntxent) {
+  if (r.clip || r.ntxent || r.siglip) {
     std::string families;
-    for (const auto& [allowed, name] : {std::pair{r.infonce, "infonce"}, std::pair{r.clip, "clip"},
-                                        std::pair{r.ntxent, "ntxent"}}) {
+    for (const auto& [allowed, name] :
+         {std::pair{r.infonce, "infonce"}, std::pair{r.clip, "clip"}, std::pair{r.ntxent, "ntxent"},
+          std::pair{r.siglip, "siglip"}}) {
       if (allowed) families += std::string(families.empty() ? "" : " and ") + name;
     }
-    if (r.infonce && r.clip && !r.ntxent) {
+    if (r.infonce && r.clip && !r.ntxent && !r.siglip) {
       axes.push_back("family: infonce and clip (a case with an odd data seed: CLIP)");
     } else {
       axes.push_back("family: " + families +
-                     (r.infonce + r.clip + r.ntxent == 1 ? std::string(" only")
-                                                         : std::string(" (by data seed)")));
+                     (r.infonce + r.clip + r.ntxent + r.siglip == 1
+                          ? std::string(" only")
+                          : std::string(" (by data seed)")));
     }
   }
   if (r.clip && !r.logit_bias) axes.push_back("clip.logit_bias: unset only");

@@ -51,6 +51,7 @@ struct Restriction {
   bool infonce = true;
   bool clip = false;
   bool ntxent = false;  // SPEC section 14; with several families, the data seed picks one
+  bool siglip = false;  // SPEC section 15; likewise
   bool logit_bias = true;
 
   bool operator==(const Restriction&) const = default;
@@ -65,9 +66,9 @@ CaseSpec restrict_spec(CaseSpec spec, const Restriction& restriction);
 void restrict_case(Case& c, const Restriction& restriction);
 
 // The family `spec` stands for under the restriction: of the allowed ones
-// (InfoNCE, CLIP, NT-Xent, in that order), the one at data_seed mod their
+// (InfoNCE, CLIP, NT-Xent, SigLIP, in that order), the one at data_seed mod their
 // count (InfoNCE and CLIP: CLIP when the seed is odd).
-enum class CaseFamily { infonce, clip, ntxent };
+enum class CaseFamily { infonce, clip, ntxent, siglip };
 CaseFamily family_of(const CaseSpec& spec, const Restriction& restriction);
 // Whether `spec` stands for a CLIP case under the restriction.
 bool builds_clip(const CaseSpec& spec, const Restriction& restriction);

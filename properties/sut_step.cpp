@@ -127,8 +127,10 @@ Restriction restriction_of(const sut::Supports& s) {
   // The same for NT-Xent: an NT-Xent SUT that runs no InfoNCE gets NT-Xent cases
   // at the trainer's own point (correct for the encoder with the fix).
   r.ntxent = s.ntxent_family && s.declares("family") && !s.infonce_family;
+  // And for SigLIP (SPEC section 15).
+  r.siglip = s.siglip_family && s.declares("family") && !s.infonce_family;
   r.logit_bias = s.logit_bias;
-  if (!r.infonce && !r.clip && !r.ntxent) {
+  if (!r.infonce && !r.clip && !r.ntxent && !r.siglip) {
     throw InputError(
         "--sut: handshake.supports.families: no InfoNCE, but \"family\" is not among its "
         "extension_keys");

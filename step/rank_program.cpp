@@ -15,10 +15,11 @@
 #include "loss/padding.hpp"
 #include "sim/ddp.hpp"
 #include "step/clip_rank_program.hpp"
-#include "step/ntxent_rank_program.hpp"
 #include "step/flat_gradient.hpp"
 #include "step/gather.hpp"
+#include "step/ntxent_rank_program.hpp"
 #include "step/row_bounds.hpp"
+#include "step/siglip_rank_program.hpp"
 #include "step/strategy.hpp"
 
 namespace infonce::step {
@@ -263,6 +264,7 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
                                     SharedLosses<Scalar>* shared) {
   if (c.clip) return run_clip_rank_program<Scalar>(comm, c, v);
   if (c.ntxent) return run_ntxent_rank_program<Scalar>(comm, c, v);
+  if (c.siglip) return run_siglip_rank_program<Scalar>(comm, c, v);
   const std::int32_t world_rank = comm.world_rank();
   INFONCE_ASSERT(comm.world_size() == c.mesh.world);
   const std::int32_t dp_rank = c.mesh.dp_rank(world_rank);
@@ -283,8 +285,7 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
   RankPadding padding = rank_padding(c, world_rank);
 
   RankOutput<Scalar> out;
-  FlatGradient<Scalar> gradient(static_cast<std::size_t>(weight.size()),
-                                direct_parameter_count(c));
+  FlatGradient<Scalar> gradient(static_cast<std::size_t>(weight.size()), direct_parameter_count(c));
   Matrix<Scalar> features_storage;  // float cases: the features cast to float
   for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
     INFONCE_ASSERT_INDEX(micro, static_cast<std::int32_t>(c.batches.size()));
@@ -422,8 +423,8 @@ RankOutput<Scalar> run_rank_program(sim::Communicator& comm, const Case& c, cons
     // rank computed, every gathered row included (loss/learnable_temperature.hpp).
     gradient.add(grad_weight, {loss::inverse_temperature_gradient(embeddings, grad_embeddings,
                                                                   1.0 / c.loss.temperature)
-                                       .value *
-                                   (scale / divisor)});
+                                   .value *
+                               (scale / divisor)});
   }
   out.grad = gradient.reduce(comm, dp_group, strategy.reduction);
   return out;

@@ -9,6 +9,7 @@
 #include "step/clip_reference.hpp"
 #include "step/ntxent_reference.hpp"
 #include "step/rank_program.hpp"
+#include "step/siglip_reference.hpp"
 
 namespace infonce::step {
 namespace {
@@ -111,6 +112,7 @@ ExpectCheck check_expect(const Expectation& e, double loss, const Matrix<double>
 ReferenceValues compute_case_reference(const Case& c) {
   if (c.clip) return compute_clip_reference(c);
   if (c.ntxent) return compute_ntxent_reference(c);
+  if (c.siglip) return compute_siglip_reference(c);
   return c.scalar == ScalarType::float64 ? reference_in<double>(c) : reference_in<float>(c);
 }
 

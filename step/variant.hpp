@@ -7,6 +7,7 @@
 #pragma once
 
 #include "casefile/case.hpp"
+#include "step/siglip_transport.hpp"
 
 namespace infonce::step {
 
@@ -27,6 +28,9 @@ struct StepVariant {
   bool rank_major_documents = false;   // wrong: docs gathered rank by rank, targets positives-first
   bool targets_at_world_rank = false;  // wrong: own groups' targets offset by the world rank
   bool labels_ungathered = false;      // wrong (tensor path): embeddings gathered, labels not
+  // Not a slip: how a SigLIP step moves its rows (every transport is correct;
+  // open_clip's default is bidir).
+  SigLipTransport siglip_transport = SigLipTransport::bidir;
 };
 
 // The strategy the step of `c` runs under `variant`.

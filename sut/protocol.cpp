@@ -161,16 +161,19 @@ Supports read_supports(const Json& value, const std::string& path) {
     }
   }
   if (auto v = given("families")) {
-    enum class Family { infonce, clip, ntxent };
-    const std::vector<Family> families = read_choices<Family>(
-        *v, p("families"),
-        {{"infonce", Family::infonce}, {"clip", Family::clip}, {"ntxent", Family::ntxent}});
+    enum class Family { infonce, clip, ntxent, siglip };
+    const std::vector<Family> families = read_choices<Family>(*v, p("families"),
+                                                              {{"infonce", Family::infonce},
+                                                               {"clip", Family::clip},
+                                                               {"ntxent", Family::ntxent},
+                                                               {"siglip", Family::siglip}});
     const auto runs = [&families](Family f) {
       return std::find(families.begin(), families.end(), f) != families.end();
     };
     s.infonce_family = runs(Family::infonce);
     s.clip_family = runs(Family::clip);
     s.ntxent_family = runs(Family::ntxent);
+    s.siglip_family = runs(Family::siglip);
   }
   if (auto v = given("logit_bias")) s.logit_bias = read_bool(*v, p("logit_bias"));
   if (auto v = given("unequal_batches")) s.unequal_batches = read_bool(*v, p("unequal_batches"));
@@ -179,9 +182,9 @@ Supports read_supports(const Json& value, const std::string& path) {
   if (auto v = given("unequal_shapes")) s.unequal_shapes = read_bool(*v, p("unequal_shapes"));
   if (auto v = given("reported_loss")) {
     enum class Scope { global, rank_local };
-    const std::vector<Scope> scope = read_choices<Scope>(
-        Json::array({*v}), p("reported_loss"),
-        {{"global", Scope::global}, {"rank-local", Scope::rank_local}});
+    const std::vector<Scope> scope =
+        read_choices<Scope>(Json::array({*v}), p("reported_loss"),
+                            {{"global", Scope::global}, {"rank-local", Scope::rank_local}});
     s.rank_local_loss = scope.front() == Scope::rank_local;
   }
   // Unknown keys are ignored: a newer SUT may declare more than we know.
@@ -294,8 +297,8 @@ bool has_unequal_batches(const Case& c) {
     }
     return false;
   }
-  if (c.clip) {
-    for (const auto& shards : c.clip->batches) {
+  if (c.clip || c.siglip) {  // pairs
+    for (const auto& shards : c.clip ? c.clip->batches : c.siglip->batches) {
       for (const ClipShardBatch& shard : shards) {
         if (shard.image.rows() != shards.front().image.rows()) return true;
       }
@@ -311,7 +314,7 @@ bool has_unequal_batches(const Case& c) {
 }
 
 bool has_unequal_documents(const Case& c) {
-  if (c.clip || c.ntxent) return false;
+  if (c.clip || c.ntxent || c.siglip) return false;
   std::optional<std::int32_t> first;
   for (const auto& shards : c.batches) {
     for (const loss::ShardBatch& shard : shards) {
@@ -325,7 +328,7 @@ bool has_unequal_documents(const Case& c) {
 }
 
 bool has_unequal_shapes(const Case& c) {
-  if (c.clip || c.ntxent) return has_unequal_batches(c);
+  if (c.clip || c.ntxent || c.siglip) return has_unequal_batches(c);
   for (const auto& shards : c.batches) {
     for (const loss::ShardBatch& shard : shards) {
       if (shard.features.rows() != shards.front().features.rows()) return true;
@@ -375,7 +378,10 @@ std::optional<std::string> outside_supports(const Case& c, const Supports& s) {
   if (!c.compensate && !s.compensate_false) return std::string("compensate false");
   if (c.clip && !(s.clip_family && s.declares("family"))) return std::string("family clip");
   if (c.ntxent && !(s.ntxent_family && s.declares("family"))) return std::string("family ntxent");
-  if (!c.clip && !c.ntxent && !s.infonce_family) return std::string("family infonce");
+  if (c.siglip && !(s.siglip_family && s.declares("family"))) return std::string("family siglip");
+  if (!c.clip && !c.ntxent && !c.siglip && !s.infonce_family) {
+    return std::string("family infonce");
+  }
   if (c.clip && c.clip->logit_bias && !s.logit_bias) return std::string("logit_bias");
   if (!s.unequal_batches && has_unequal_batches(c)) return std::string("unequal batches");
   if (!s.unequal_documents && has_unequal_documents(c)) return std::string("unequal documents");

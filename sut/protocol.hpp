@@ -48,13 +48,14 @@ struct Supports {
   std::vector<RngMode> rng_modes{RngMode::synced};
   bool replays_padding_draws = false;
   std::vector<std::string> extension_keys;
-  // The loss families it runs ("infonce", "clip", "ntxent"; CLIP and NT-Xent
-  // cases carry the extension key "family"), whether a CLIP case may have a
+  // The loss families it runs ("infonce", "clip", "ntxent", "siglip"; CLIP,
+  // NT-Xent and SigLIP cases carry the extension key "family"), whether a CLIP case may have a
   // logit bias, and whether DP shards may hold different numbers of groups,
   // pairs or samples.
   bool infonce_family = true;
   bool clip_family = false;
   bool ntxent_family = false;
+  bool siglip_family = false;
   bool logit_bias = false;
   bool unequal_batches = true;
   // Whether queries may hold different numbers of documents (k differs from
@@ -95,7 +96,7 @@ struct StepResult {
 
 struct Response {
   std::optional<StepResult> result;
-  std::string error;     // set when the SUT answered with an error
+  std::string error;       // set when the SUT answered with an error
   std::string declined{};  // set when the SUT declined the case (its reason): not a failure
 };
 

@@ -29,6 +29,18 @@ inline constexpr std::string_view kValidCaseText =
     R"([[[[1,0,0],[0,1,0],[0,0,1],[1,1,0]]],[[[3,2,1],[1,2,3],[0,1,1],[1,0,1]]]]],)"
     R"("expect":{"loss":0.5,"grad":[[0,0,0],[0,0,0]],"rtol":1e-10,"atol":1e-12}})";
 
+// A small valid SigLIP case (SPEC section 15): world 4 (2 DP shards x 2
+// replicas), F_image = F_text = 2, D = 3, two pairs per shard.
+inline constexpr std::string_view kValidSigLipCaseText =
+    R"({"format":"infonce-case/1","family":"siglip","mesh":{"world":4,"dp":2},)"
+    R"("reduction":"mean","gather":"tensor","compensate":true,)"
+    R"("encoder":{"weight":[[0.3,-0.2,0.5,0.1],[0.7,0.4,-0.6,0.2],[0.1,0.9,0.3,-0.4]]},)"
+    R"("siglip":{"image_features":2,"image_normalize":true,"text_normalize":false,)"
+    R"("log_scale":1.2,"bias":-1.5,"batches":[[)"
+    R"({"image":[[1,2],[0.5,-1]],"text":[[0.3,1],[2,-0.5]]},)"
+    R"({"image":[[-1,0.2],[0.1,0.3]],"text":[[1,1],[-0.4,0.8]]}]]},)"
+    R"("accumulation":{"steps":1,"normalize":true}})";
+
 struct BadCase {
   std::string name;    // unique; also the file name in the CLI test
   std::string text;    // the whole case file
@@ -76,6 +88,18 @@ inline std::string replaced(std::string_view from, std::string_view to) {
   }
   text.replace(at, from.size(), to);
   return text;
+}
+
+// The valid SigLIP case with values set (JSON pointer -> value) and keys removed.
+inline std::string edited_siglip(std::vector<std::pair<std::string, Json>> set,
+                                 std::vector<std::string> removed = {}) {
+  Json document = Json::parse(kValidSigLipCaseText);
+  for (auto& [pointer, value] : set) document[Json::json_pointer(pointer)] = std::move(value);
+  for (const std::string& pointer : removed) {
+    const Json::json_pointer where(pointer);
+    document.at(where.parent_pointer()).erase(where.back());
+  }
+  return document.dump();
 }
 
 inline Json repeated(const Json& element, std::size_t count) {
@@ -203,8 +227,9 @@ inline std::vector<BadCase> bad_cases() {
                 {{"gather", "autograd"}, {"scope", "local"}, {"scale", "P"}, {"world", 2}}}}),
        "strategy.world", "unknown key"},
       {"strategy_reduction_disagrees",
-       edited({{"/strategy",
-                {{"gather", "autograd"}, {"scope", "local"}, {"scale", "P"}, {"reduction", "sum"}}}}),
+       edited(
+           {{"/strategy",
+             {{"gather", "autograd"}, {"scope", "local"}, {"scale", "P"}, {"reduction", "sum"}}}}),
        "strategy.reduction", "disagrees with the case's reduction \"mean\""},
       {"strategy_without_compensate",
        edited({{"/compensate", false},
@@ -299,6 +324,38 @@ inline std::vector<BadCase> bad_cases() {
                 Json::parse(
                     R"({"mutant":null,"property":"p","seed":1,"case_index":0,"limits":"huge"})")}}),
        "found.limits", "expected \"default\" or \"typical\""},
+      // --- the SigLIP family (SPEC section 15)
+      {"siglip_unknown_key", edited_siglip({{"/siglip/extra", 1}}), "siglip.extra", "unknown key"},
+      {"siglip_missing_bias", edited_siglip({}, {"/siglip/bias"}), "siglip.bias",
+       "missing required key"},
+      {"siglip_image_features_zero", edited_siglip({{"/siglip/image_features", 0}}),
+       "siglip.image_features", "expected 1 to 3"},
+      {"siglip_image_features_every_column", edited_siglip({{"/siglip/image_features", 4}}),
+       "siglip.image_features", "minus at least one text column"},
+      {"siglip_encoder_normalize", edited_siglip({{"/encoder/normalize", true}}),
+       "encoder.normalize", "unknown key"},
+      {"siglip_missing_encoder", edited_siglip({}, {"/encoder"}), "encoder",
+       "missing required key"},
+      {"siglip_without_family", edited({{"/siglip", Json::object()}}), "siglip",
+       "needs \"family\": \"siglip\""},
+      {"siglip_with_loss_key", edited_siglip({{"/loss", Json::object()}}), "loss",
+       "is not a key of a case with \"family\": \"siglip\""},
+      {"siglip_learnable_temperature", edited_siglip({{"/learnable_temperature", true}}),
+       "learnable_temperature", "is not a key of a case with \"family\": \"siglip\""},
+      {"siglip_text_rows_differ",
+       edited_siglip({{"/siglip/batches/0/0/text", Json::parse("[[0.3,1]]")}}),
+       "siglip.batches[0][0].text", "has 1 rows, .image has 2"},
+      {"siglip_text_width", edited_siglip({{"/siglip/batches/0/1/text/0", Json::parse("[1,1,1]")}}),
+       "siglip.batches[0][1].text[0]", "3"},
+      {"siglip_one_shard_for_two", edited_siglip({{"/siglip/batches/0", Json::parse("[]")}}),
+       "siglip.batches[0]", "DP shards"},
+      {"siglip_log_scale_overflows", edited_siglip({{"/siglip/log_scale", 51}}), "siglip.log_scale",
+       "must be <= 50"},
+      {"siglip_bias_not_number", edited_siglip({{"/siglip/bias", "low"}}), "siglip.bias",
+       "expected a number"},
+      {"siglip_partial_window",
+       edited_siglip({{"/accumulation/window", 1}, {"/accumulation/steps", 1}}),
+       "accumulation.window", "not supported for SigLIP"},
   };
 }
 
