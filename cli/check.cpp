@@ -18,9 +18,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <span>
@@ -90,7 +90,7 @@ po::options_description check_options(RawOptions& raw) {
       "points, a case with replicas at the point's /world twin every other time; or one, e.g. "
       "autograd/local/scale-P/mean or detached-own-live/global/scale-W/mean/world), its gradient "
       "against the prediction")(
-      "family", po::value<std::string>()->value_name("both|infonce|clip|ntxent"),
+      "family", po::value<std::string>()->value_name("both|infonce|clip|ntxent|siglip"),
       "with --strategies: the loss families drawn (default both: every other case CLIP)")(
       "case-index", po::value<std::string>()->value_name("I"),
       "with --strategies: run case I of the campaign alone (a reproducer the report prints)")(
@@ -298,8 +298,8 @@ class Progress {
     if (time_budget_) eta = std::min(eta.value_or(*time_budget_), *time_budget_ - elapsed);
     std::string bar;
     if (cases_ != properties::kUnboundedCases && cases_ > 0) {
-      const auto filled = static_cast<std::size_t>(
-          std::clamp<std::int64_t>(p.cases_done * 20 / cases_, 0, 20));
+      const auto filled =
+          static_cast<std::size_t>(std::clamp<std::int64_t>(p.cases_done * 20 / cases_, 0, 20));
       bar = "[" + std::string(filled, '#') + std::string(20 - filled, '.') + "] ";
     }
     char line[200];
@@ -459,16 +459,22 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
   }
   using properties::FamilyChoice;
   const bool ntxent = options.families == FamilyChoice::ntxent;
-  const bool infonce = supports.infonce_family && options.families != FamilyChoice::clip && !ntxent;
+  const bool siglip = options.families == FamilyChoice::siglip;
+  const bool infonce =
+      supports.infonce_family && options.families != FamilyChoice::clip && !ntxent && !siglip;
   const bool clip = supports.clip_family && supports.declares("family") &&
-                    options.families != FamilyChoice::infonce && !ntxent;
+                    options.families != FamilyChoice::infonce && !ntxent && !siglip;
   if (ntxent && !(supports.ntxent_family && supports.declares("family"))) {
     throw UsageError("check: --family ntxent, but the SUT's handshake has no ntxent family");
   }
-  if (!infonce && !clip && !ntxent) {
+  if (siglip && !(supports.siglip_family && supports.declares("family"))) {
+    throw UsageError("check: --family siglip, but the SUT's handshake has no siglip family");
+  }
+  if (!infonce && !clip && !ntxent && !siglip) {
     throw UsageError("check: the SUT runs none of the loss families --family asks for");
   }
   options.families = ntxent            ? FamilyChoice::ntxent
+                     : siglip          ? FamilyChoice::siglip
                      : infonce && clip ? FamilyChoice::both
                      : clip            ? FamilyChoice::clip
                                        : FamilyChoice::infonce;
@@ -519,7 +525,8 @@ void reject_for_strategies(const RawOptions& raw) {
   reject(raw.jobs.has_value(), "--jobs");
   reject(raw.shard.has_value(), "--shard");
   if (raw.profile && *raw.profile != "ci") {
-    throw UsageError("check: --strategies takes --profile ci only (seed 1, 4000 cases, the oracle)");
+    throw UsageError(
+        "check: --strategies takes --profile ci only (seed 1, 4000 cases, the oracle)");
   }
   reject(raw.mutant.has_value(), "--mutant");
   reject(raw.before_after, "--before-after");
@@ -544,8 +551,8 @@ std::vector<StrategyReport::Shrunk> shrink_strategy_mismatches(
   constexpr std::int32_t kShrinkEvaluations = 300;
   std::vector<StrategyReport::Shrunk> out;
   for (const auto& [cause, group] : r.mismatches_by_cause) {
-    properties::StrategyShrunk shrunk = properties::shrink_strategy_mismatch(
-        o, group.indices.front(), cause, kShrinkEvaluations);
+    properties::StrategyShrunk shrunk =
+        properties::shrink_strategy_mismatch(o, group.indices.front(), cause, kShrinkEvaluations);
     StrategyReport::Shrunk entry{cause, shrunk.shrunk_text, shrunk.result.detail,
                                  shrunk.shrink_steps, ""};
     if (dir) {
@@ -595,9 +602,10 @@ void print_strategy_human(std::ostream& out, const StrategyReport& report,
       << limits << ", each case's loss and gradients against the rank program at its point "
       << "and prediction/'s derivation\n";
   out << "oracle: " << (report.oracle ? "judged the reference of " : "off (--oracle off); ")
-      << (report.oracle ? std::to_string(result.oracle_judged()) + " cases (CLIP " +
-                              std::to_string(result.oracle_judged_clip()) + ")"
-                        : std::string("the reference is not judged"))
+      << (report.oracle
+              ? std::to_string(result.oracle_judged()) + " cases (CLIP, NT-Xent, SigLIP " +
+                    std::to_string(result.oracle_judged_clip()) + ")"
+              : std::string("the reference is not judged"))
       << "\n";
   if (report.sut_name) {
     out << "step: the SUT " << *report.sut_name << "\n";
@@ -606,6 +614,7 @@ void print_strategy_human(std::ostream& out, const StrategyReport& report,
   print_strategy_cells(out, "infonce", result.cells);
   print_strategy_cells(out, "clip", result.clip_cells);
   print_strategy_cells(out, "ntxent", result.ntxent_cells);
+  print_strategy_cells(out, "siglip", result.siglip_cells);
   out << "correct / ratio / counter: cases where the prediction (correct; an exact ratio r != 1; "
          "no single ratio) held: the gradient is the reference, r x the reference, or no "
          "multiple of it (a counterexample)\n";
@@ -642,7 +651,7 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
   const std::string limits = raw.limits.value_or("default");
   options.limits = parse_limits("check", limits);
   if (raw.seed) options.seed = parse_seed("check", *raw.seed).seed;
-  options.cases = raw.cases   ? parse_count("check", "--cases", *raw.cases, kMaxCases)
+  options.cases = raw.cases     ? parse_count("check", "--cases", *raw.cases, kMaxCases)
                   : raw.profile ? kCiStrategyCases
                                 : 3600;
   options.oracle = strategy_oracle(raw);
@@ -663,11 +672,11 @@ int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
     session = strategy_sut(raw, options);
     report.sut_command = *raw.sut;
     report.sut_timeout = raw.sut_timeout;
-    report.sut_name = session->handshake().name +
-                      (session->handshake().supports.declares("strategy")
-                           ? " (runs the point each case names)"
-                           : " (runs its own point; each case is judged at " + *raw.strategies +
-                                 ")");
+    report.sut_name =
+        session->handshake().name +
+        (session->handshake().supports.declares("strategy")
+             ? " (runs the point each case names)"
+             : " (runs its own point; each case is judged at " + *raw.strategies + ")");
     report.restrict_options = raw.restrict;
     report.restricted_axes =
         properties::restricted_axes(options.limits.restriction, parse_limits("check", limits));
@@ -754,7 +763,8 @@ const RegisterCommand kCheck{
     {"check",
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
-     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip|ntxent] [--sut CMD]] [--format "
+     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip|ntxent|siglip] [--sut "
+     "CMD]] [--format "
      "human|json|junit] [--report FILE]... [--self-check] "
      "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};

@@ -54,9 +54,12 @@ Json cell_json(const std::string& family, const std::string& point, const Strate
 template <class F>
 void for_each_cell(const properties::StrategyCampaignResult& r, F&& f) {
   const auto all = step::all_strategies();
-  for (const char* family : {"infonce", "clip", "ntxent"}) {
+  for (const char* family : {"infonce", "clip", "ntxent", "siglip"}) {
     const std::string name = family;
-    const auto& cells = name == "clip" ? r.clip_cells : name == "ntxent" ? r.ntxent_cells : r.cells;
+    const auto& cells = name == "clip"     ? r.clip_cells
+                        : name == "ntxent" ? r.ntxent_cells
+                        : name == "siglip" ? r.siglip_cells
+                                           : r.cells;
     for (std::size_t i = 0; i < all.size(); ++i) {
       if (cells[i].cases > 0) f(std::string(family), step::name_of(all[i]), cells[i]);
     }

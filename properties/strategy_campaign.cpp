@@ -15,6 +15,8 @@
 #include "properties/oracle_agrees.hpp"
 #include "properties/point_comparison.hpp"
 #include "properties/properties.hpp"
+#include "properties/siglip_case.hpp"
+#include "properties/siglip_scales.hpp"
 #include "properties/sut_step.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
@@ -121,6 +123,7 @@ ClipScales clip_cancellation_scales(const Case& c) {
 double encoder_cancellation_scale(const Case& c) {
   if (c.clip) return clip_cancellation_scales(c).encoders;
   if (c.ntxent) return ntxent_cancellation_scales(c).encoders;
+  if (c.siglip) return siglip_cancellation_scales(c).encoders;
   return softmax_cancellation_scale(c);
 }
 
@@ -178,7 +181,7 @@ step::Prediction predicted(const step::Strategy& strategy, step::ParameterGroup 
 // grows with the terms summed (float32 over 32 copies shows it).
 double replica_terms(const Case& c) {
   const bool world_gather = c.strategy && c.strategy->group == step::GatherGroup::world &&
-                            (c.clip || c.loss.use_batch);
+                            (c.clip || c.siglip || c.loss.use_batch);
   return world_gather ? static_cast<double>(c.mesh.replicas()) : 1.0;
 }
 
@@ -192,6 +195,10 @@ std::vector<double> direct_cancellation_scales(const Case& c) {
     if (cancelled.size() > 1) cancelled[1] = scales.bias;
   } else if (c.ntxent) {
     cancelled[0] = ntxent_cancellation_scales(c).inverse_temperature;
+  } else if (c.siglip) {
+    const SigLipScales scales = siglip_cancellation_scales(c);
+    cancelled[0] = scales.log_scale;
+    cancelled[1] = scales.bias;
   } else {
     cancelled[0] = softmax_cancellation_scale_direct(c);
   }
@@ -220,9 +227,9 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
     const double scale = std::max(std::abs(ref), reference.direct_magnitude.at(i));
     const double allowance = 16.0 * unit_roundoff(c.scalar) * cancelled[i];
     const double error = std::abs(value - ratio * ref);
-    const bool ok = std::isfinite(error) &&
-                    error <= t.atol + std::max(std::abs(ratio), 1.0) * replica_terms(c) *
-                                          (t.rtol * scale + allowance);
+    const bool ok = std::isfinite(error) && error <= t.atol + std::max(std::abs(ratio), 1.0) *
+                                                                  replica_terms(c) *
+                                                                  (t.rtol * scale + allowance);
     if (ok) continue;
     result.direct = DirectObservation::mismatch;
     result.detail = "direct (" + names[i] + "): predicted " +
@@ -238,6 +245,7 @@ void judge_direct(const Case& c, const std::vector<double>& flat,
 double largest_logit(const Case& c) {
   if (c.clip) return std::exp(c.clip->log_logit_scale) * 4.0;
   if (c.ntxent) return ntxent_cancellation_scales(c).largest_logit;
+  if (c.siglip) return siglip_cancellation_scales(c).largest_logit;
   double max_norm = 0;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
@@ -347,6 +355,18 @@ step::StepShape step_shape(const Case& c) {
     }
     return shape;
   }
+  if (c.siglip) {
+    // Under a world gather an image meets its pair's replica copies among the
+    // texts, each a negative: the copies are not a pure repetition.
+    shape.copies_interact = true;
+    for (const auto& shards : c.siglip->batches) {
+      for (const SigLipShardBatch& shard : shards) {
+        shape.equal_batches =
+            shape.equal_batches && shard.image.rows() == shards.front().image.rows();
+      }
+    }
+    return shape;
+  }
   shape.copies_interact = c.loss.use_batch && (c.loss.include_qq || c.loss.include_dd);
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     const auto& shards = c.batches[static_cast<std::size_t>(m)];
@@ -355,8 +375,8 @@ step::StepShape step_shape(const Case& c) {
                             shard.negative_counts.size() == shards.front().negative_counts.size();
       // A padded group: each replica copy draws its own padding rows.
       for (const std::int32_t k : shard.negative_counts) {
-        shape.copies_interact = shape.copies_interact ||
-                                (c.loss.hard_negatives && k < *c.loss.hard_negatives);
+        shape.copies_interact =
+            shape.copies_interact || (c.loss.hard_negatives && k < *c.loss.hard_negatives);
       }
     }
   }
@@ -376,6 +396,7 @@ struct StrategyDraw {
   bool learnable_temperature = false;
   bool clip = false;
   bool ntxent = false;
+  bool siglip = false;
 };
 
 StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
@@ -400,6 +421,7 @@ StrategyDraw strategy_draw(std::uint64_t seed, std::int64_t index,
   out.clip =
       families == FamilyChoice::clip || (families == FamilyChoice::both && (draw / 256) % 2 == 1);
   out.ntxent = families == FamilyChoice::ntxent;
+  out.siglip = families == FamilyChoice::siglip;
   if (options != nullptr) {
     out.equal_shards = out.equal_shards || options->equal_batches_only;
     out.learnable_temperature = out.learnable_temperature && options->learnable_temperature;
@@ -438,11 +460,14 @@ Case strategy_case_of(CaseSpec& spec, const StrategyDraw& draw) {
       for (auto& shard : micro) shard = sizes;
     }
   }
-  Case c = draw.clip ? build_clip_case(spec) : draw.ntxent ? build_ntxent_case(spec) : build_case(spec);
+  Case c = draw.clip     ? build_clip_case(spec)
+           : draw.ntxent ? build_ntxent_case(spec)
+           : draw.siglip ? build_siglip_case(spec)
+                         : build_case(spec);
   c.reduction = draw.strategy.reduction;
   c.compensate = true;  // the strategy's scale decides; the key requires it
   c.strategy = draw.strategy;
-  c.learnable_temperature = draw.learnable_temperature && !draw.clip;
+  c.learnable_temperature = draw.learnable_temperature && !draw.clip && !draw.siglip;
   // Recorded padding draws are sized for the DP gather's groups (a world
   // gather pads each of the R copies), and per-rank streams would pad the
   // replicas apart: a world point's case draws from one synced generator.
@@ -521,10 +546,9 @@ void judge_prediction(const Case& c, const step::DistributedResult& distributed,
       16.0 * unit_roundoff(c.scalar) * encoder_cancellation_scale(c);
   const auto within = [&](double ratio) {
     const double error = max_abs(grad - ratio * reference.grad);
-    const bool ok =
-        std::isfinite(error) && error <= t.atol + std::max(std::abs(ratio), 1.0) *
-                                                      replica_terms(c) *
-                                                      (t.rtol * scale + cancellation_allowance);
+    const bool ok = std::isfinite(error) &&
+                    error <= t.atol + std::max(std::abs(ratio), 1.0) * replica_terms(c) *
+                                          (t.rtol * scale + cancellation_allowance);
     return std::pair{ok, error};
   };
   if (result.prediction.verdict != step::Verdict::no_single_ratio) {
@@ -557,7 +581,7 @@ void judge_prediction(const Case& c, const step::DistributedResult& distributed,
   // step can be a multiple of the reference although predict() calls the
   // batches unequal.
   bool empty_shard = false;  // a CLIP shard is never empty
-  for (std::int32_t m = 0; !c.clip && !c.ntxent && m < c.micro_steps_run(); ++m) {
+  for (std::int32_t m = 0; !c.clip && !c.ntxent && !c.siglip && m < c.micro_steps_run(); ++m) {
     for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
       empty_shard = empty_shard || shard.negative_counts.empty();
     }
@@ -676,6 +700,7 @@ std::int64_t StrategyCampaignResult::mismatched() const {
   for (const StrategyCell& cell : cells) total += cell.mismatched;
   for (const StrategyCell& cell : clip_cells) total += cell.mismatched;
   for (const StrategyCell& cell : ntxent_cells) total += cell.mismatched;
+  for (const StrategyCell& cell : siglip_cells) total += cell.mismatched;
   return total;
 }
 
@@ -683,6 +708,7 @@ std::int64_t StrategyCampaignResult::oracle_judged_clip() const {
   std::int64_t total = 0;
   for (const StrategyCell& cell : clip_cells) total += cell.oracle_judged;
   for (const StrategyCell& cell : ntxent_cells) total += cell.oracle_judged;
+  for (const StrategyCell& cell : siglip_cells) total += cell.oracle_judged;
   return total;
 }
 
@@ -697,7 +723,8 @@ FamilyChoice parse_family_choice(const std::string& text) {
   if (text == "infonce") return FamilyChoice::infonce;
   if (text == "clip") return FamilyChoice::clip;
   if (text == "ntxent") return FamilyChoice::ntxent;
-  throw InputError("--family must be 'both', 'infonce', 'clip' or 'ntxent', not '" +
+  if (text == "siglip") return FamilyChoice::siglip;
+  throw InputError("--family must be 'both', 'infonce', 'clip', 'ntxent' or 'siglip', not '" +
                    text.substr(0, 60) + "'");
 }
 
@@ -710,7 +737,11 @@ void group_mismatch(std::int64_t index, const Case& c, const StrategyCaseResult&
   ++group.count;
   if (group.lines.size() >= MismatchGroup::kKept) return;
   group.indices.push_back(index);
-  group.lines.push_back("case " + std::to_string(index) + " (" + (c.clip ? "clip " : c.ntxent ? "ntxent " : "infonce ") +
+  group.lines.push_back("case " + std::to_string(index) + " (" +
+                        (c.clip     ? "clip "
+                         : c.ntxent ? "ntxent "
+                         : c.siglip ? "siglip "
+                                    : "infonce ") +
                         step::name_of(r.strategy) + "): " + r.detail);
 }
 
@@ -718,8 +749,10 @@ void group_mismatch(std::int64_t index, const Case& c, const StrategyCaseResult&
 
 void tally_strategy_case(std::int64_t index, const Case& c, const StrategyCaseResult& r,
                          StrategyCampaignResult& out, const CaseSpec* spec) {
-  StrategyCell& cell =
-      (c.clip ? out.clip_cells : c.ntxent ? out.ntxent_cells : out.cells)[strategy_index(r.strategy)];
+  StrategyCell& cell = (c.clip     ? out.clip_cells
+                        : c.ntxent ? out.ntxent_cells
+                        : c.siglip ? out.siglip_cells
+                                   : out.cells)[strategy_index(r.strategy)];
   ++cell.cases;
   ++out.cases;
   cell.direct_confirmed += r.direct == DirectObservation::confirmed ? 1 : 0;
@@ -950,9 +983,8 @@ StrategyCaseResult judge_spec(CaseSpec spec, const StrategyDraw& draw,
 
 }  // namespace
 
-StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options,
-                                        std::int64_t index, const std::string& cause,
-                                        std::int32_t max_evaluations) {
+StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options, std::int64_t index,
+                                        const std::string& cause, std::int32_t max_evaluations) {
   rc::Shrinkable<CaseSpec> current = generate_case(options.seed, index, options.limits);
   const StrategyDraw draw =
       strategy_draw_for(options.seed, index, options.only, &options, current.value());
@@ -987,6 +1019,7 @@ StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options,
   }
   out.shrunk_text = draw.clip     ? describe_clip(shrunk)
                     : draw.ntxent ? describe_ntxent(shrunk)
+                    : draw.siglip ? describe_siglip(shrunk)
                                   : describe(shrunk);
   return out;
 }

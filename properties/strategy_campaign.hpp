@@ -36,7 +36,7 @@
 namespace infonce::properties {
 
 // The loss families a strategy campaign draws from.
-enum class FamilyChoice { both, infonce, clip, ntxent };  // both: InfoNCE and CLIP
+enum class FamilyChoice { both, infonce, clip, ntxent, siglip };  // both: InfoNCE and CLIP
 
 enum class StrategyObservation {
 
@@ -159,7 +159,7 @@ Case strategy_case(std::uint64_t seed, std::int64_t index, const GeneratorLimits
                    const std::optional<step::Strategy>& only, CaseSpec* spec = nullptr,
                    const StrategyCampaignOptions* draws = nullptr);
 
-// "both", "infonce", "clip" or "ntxent"; throws InputError naming the choices otherwise.
+// "both", "infonce", "clip", "ntxent" or "siglip"; throws InputError naming the choices otherwise.
 FamilyChoice parse_family_choice(const std::string& text);
 
 struct StrategyCell {
@@ -194,9 +194,10 @@ struct MismatchGroup {
 };
 
 struct StrategyCampaignResult {
-  std::array<StrategyCell, step::kPointCount> cells;       // InfoNCE, in all_strategies() order
+  std::array<StrategyCell, step::kPointCount> cells;         // InfoNCE, in all_strategies() order
   std::array<StrategyCell, step::kPointCount> clip_cells;    // CLIP, likewise
   std::array<StrategyCell, step::kPointCount> ntxent_cells;  // NT-Xent (--family ntxent)
+  std::array<StrategyCell, step::kPointCount> siglip_cells;  // SigLIP (--family siglip)
   std::map<std::string, MismatchGroup> mismatches_by_cause;
   std::int64_t cases = 0;
   std::int64_t mismatched() const;
@@ -212,15 +213,14 @@ void tally_strategy_case(std::int64_t index, const Case& c, const StrategyCaseRe
 // A mismatching campaign case shrunk while it mismatches for the same cause
 // (every candidate run as the campaign runs it: its runner and its skip).
 struct StrategyShrunk {
-  std::int64_t index = 0;  // the campaign case it was shrunk from
-  Case shrunk_case;        // its case file carries the "strategy" key
+  std::int64_t index = 0;     // the campaign case it was shrunk from
+  Case shrunk_case;           // its case file carries the "strategy" key
   StrategyCaseResult result;  // of the shrunk case
   std::string shrunk_text;    // the shrunk spec in one line
   std::int32_t shrink_steps = 0;
 };
-StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options,
-                                        std::int64_t index, const std::string& cause,
-                                        std::int32_t max_evaluations);
+StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options, std::int64_t index,
+                                        const std::string& cause, std::int32_t max_evaluations);
 
 // "all", or a point's name ("autograd/local/scale-P/mean"); nullopt for "all".
 // Throws InputError naming the choices for anything else.
