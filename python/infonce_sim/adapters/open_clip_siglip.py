@@ -24,8 +24,10 @@ from . import _kit, _loading
 
 PACKAGE = "open-clip-torch"
 DIST_IMPLS = ("bidir", "shift", "reduce", "gather")
-CONFIGURATIONS = [{"dist_impl": "bidir"}, {"dist_impl": "shift"}, {"dist_impl": "reduce"},
-                  {"dist_impl": "gather"}]
+# The field table: the texts reach every rank with their gradients' way back (an autograd
+# gather of the texts), its own images against all of them, divided by its own pairs.
+CONFIGURATIONS = [{"dist_impl": impl, "_point": "autograd/local/scale-1/mean"}  # every impl
+                  for impl in ("bidir", "shift", "reduce", "gather")]
 
 
 class OpenClipSiglipAdapter(_kit.SiglipOnly):
