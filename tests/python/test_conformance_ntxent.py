@@ -1,13 +1,17 @@
 """The conformance adapter's NT-Xent (strategic.ntxent_strategy_loss, SPEC section 14) at
-strategy points, against the full-batch objective written here in plain torch autograd."""
+strategy points, against the full-batch objective written here in plain torch autograd; and its
+NT-Xent and SigLIP against the C++ rank programs at every point (`check --strategies all`)."""
 
 import copy
 import random
+import subprocess
+import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import ROOT
 from infonce_sim.adapters import load_adapter
 from infonce_sim.case import parse_case
 from infonce_sim.inprocess import InProcessRuntime
@@ -95,3 +99,33 @@ def test_conformance_declares_the_families_asked_for():
     assert adapter.supports["families"] == ["ntxent", "siglip"]
     with pytest.raises(ValueError, match="families=ntxent,simclr: expected some of"):
         load_adapter({"kind": "conformance", "families": "ntxent,simclr"})
+
+
+@pytest.mark.parametrize("family", ["ntxent", "siglip"])
+def test_conformance_is_every_points_rank_program(infonce_sim, family):
+    """check --strategies all --family F --sut (the conformance adapter running the point each
+    case names): its loss and gradients are the C++ rank program's at all of them (~10 s)."""
+    worker = (f"{sys.executable} -m infonce_sim.worker --adapter conformance "
+              f"--option families={family}")
+    proc = subprocess.run([infonce_sim, "check", "--strategies", "all", "--family", family,
+                           "--sut", worker, "--seed", "1", "--cases", "150", "--no-corpus"],
+                          cwd=ROOT / "python", capture_output=True, text=True, timeout=600,
+                          env={"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "PASS: every observed outcome is the predicted one (150 cases)" in proc.stdout
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith(family + " ")]
+    assert len(rows) >= 40 and all(row[10] == "0" for row in rows)  # the mismatch column
+
+
+def test_conformance_baked_at_another_point_is_caught(infonce_sim):
+    """The same campaign fails a conformance SigLIP baked at autograd/global when judged at
+    SigLIP's own point autograd/local (it reports the full-batch loss, not the rank's)."""
+    worker = (f"{sys.executable} -m infonce_sim.worker --adapter conformance "
+              "--option families=siglip --option strategy=autograd/global/scale-1/mean")
+    proc = subprocess.run([infonce_sim, "check", "--strategies", "autograd/local/scale-1/mean",
+                           "--family", "siglip", "--sut", worker, "--seed", "1", "--cases", "40",
+                           "--no-corpus"],
+                          cwd=ROOT / "python", capture_output=True, text=True, timeout=600,
+                          env={"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "FAIL: 14 of 40 cases differ" in proc.stdout, proc.stdout[-3000:]
