@@ -9,6 +9,7 @@
 // agree within the SPEC tolerance: evaluate() must give the same verdicts on
 // both backends; the worst difference is reported.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -94,16 +95,22 @@ int run(int argc, char** argv) {
   const bool reporter = comm.world_rank() == 0;
 
   std::int64_t cases = 0, identical = 0, verdicts_agree = 0, passed = 0;
+  // A SigLIP case moves its rows by each of open_clip's transports in turn.
+  constexpr std::array<infonce::step::SigLipTransport, 4> transports{
+      infonce::step::SigLipTransport::bidir, infonce::step::SigLipTransport::shift,
+      infonce::step::SigLipTransport::reduce, infonce::step::SigLipTransport::gather};
   double worst = 0;
   std::string worst_case;
   double worst_float64 = 0;  // the same, over float64 cases only
   for (const auto& path : case_files(args[0])) {
     const infonce::Case c = infonce::read_case_file(path);
     if (c.mesh.world != comm.world_size()) continue;
+    infonce::step::StepVariant variant;
+    variant.siglip_transport = transports[static_cast<std::size_t>(cases) % transports.size()];
     ++cases;
-    const DistributedResult mpi = infonce::step::run_on_mpi(c, {}, comm);
+    const DistributedResult mpi = infonce::step::run_on_mpi(c, variant, comm);
     if (!reporter) continue;
-    const DistributedResult fiber = infonce::step::run_on_fibers(c, {}, {});
+    const DistributedResult fiber = infonce::step::run_on_fibers(c, variant, {});
     const Comparison diff = compare(mpi, fiber);
     if (diff.identical) ++identical;
     if (c.scalar == infonce::ScalarType::float64 && !(diff.worst <= worst_float64)) {

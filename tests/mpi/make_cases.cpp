@@ -1,6 +1,8 @@
-// mpi_make_cases DIR COUNT SEED: writes COUNT generated case files for each
-// of the meshes (world/DP) 2/2, 4/2, 4/4 and 8/4 into DIR, named
-// w<W>d<P>-<i>.json. Every axis the rank program branches on varies (micro-
+// mpi_make_cases DIR COUNT SEED [siglip]: writes COUNT generated case files
+// for each of the meshes (world/DP) 2/2, 4/2, 4/4 and 8/4 into DIR, named
+// w<W>d<P>-<i>.json. With `siglip`: SigLIP cases (SPEC section 15) of the
+// same specs, each at a strategy point drawn from all 72 (its texts travel
+// by a ring of point-to-point messages). Every axis the rank program branches on varies (micro-
 // steps, groups, negatives, use_batch, hard negatives with both paddings,
 // masking, qq/dd, reduction, gather path, per-rank generators, float32), so
 // the MPI backend is compared with the fiber simulator on every code path.
@@ -12,10 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "base/rng.hpp"
 #include "base/concat.hpp"
+#include "base/rng.hpp"
 #include "casefile/case_json.hpp"
 #include "properties/case_spec.hpp"
+#include "properties/siglip_case.hpp"
+#include "step/strategy.hpp"
 
 namespace {
 
@@ -89,6 +93,19 @@ infonce::Case draw_case(Rng& rng, std::int32_t world, std::int32_t dp) {
   return c;
 }
 
+// A SigLIP case of the same spec at a point drawn from every strategy.
+infonce::Case draw_siglip_case(Rng& rng, std::int32_t world, std::int32_t dp) {
+  infonce::properties::CaseSpec spec = draw_spec(rng, world, dp);
+  spec.use_batch = true;
+  infonce::Case c = infonce::properties::build_siglip_case(spec);
+  const auto points = infonce::step::all_strategies();
+  c.strategy = points[static_cast<std::size_t>(rng.below(points.size()))];
+  c.reduction = c.strategy->reduction;
+  c.compensate = true;
+  infonce::validate_case(c);
+  return c;
+}
+
 std::string file_name(std::int32_t world, std::int32_t dp, std::int64_t index) {
   std::string number = std::to_string(index);
   number.insert(0, number.size() < 3 ? 3 - number.size() : 0, '0');
@@ -98,8 +115,9 @@ std::string file_name(std::int32_t world, std::int32_t dp, std::int64_t index) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: mpi_make_cases DIR COUNT SEED\n";
+  const bool siglip = argc == 5 && std::string(argv[4]) == "siglip";
+  if (argc != 4 && !siglip) {
+    std::cerr << "usage: mpi_make_cases DIR COUNT SEED [siglip]\n";
     return 2;
   }
   try {
@@ -113,7 +131,8 @@ int main(int argc, char** argv) {
     std::int64_t written = 0;
     for (const Mesh mesh : {Mesh{2, 2}, Mesh{4, 2}, Mesh{4, 4}, Mesh{8, 4}}) {
       for (std::int64_t i = 0; i < count; ++i) {
-        infonce::write_case_file(draw_case(rng, mesh.world, mesh.dp),
+        infonce::write_case_file(siglip ? draw_siglip_case(rng, mesh.world, mesh.dp)
+                                        : draw_case(rng, mesh.world, mesh.dp),
                                  dir / file_name(mesh.world, mesh.dp, i));
         ++written;
       }
