@@ -482,6 +482,8 @@ std::unique_ptr<sut::Session> strategy_sut(const RawOptions& raw,
   // The strategy campaign draws each case's family itself.
   options.limits.restriction.infonce = true;
   options.limits.restriction.clip = false;
+  options.limits.restriction.ntxent = false;
+  options.limits.restriction.siglip = false;
   for (const std::string& text : raw.restrict) {
     apply_restrict_option("check", text, options.limits.restriction);
   }
