@@ -6,9 +6,10 @@
 // reduce-scatter of an autograd gather). Then the backward scale, the DDP mean
 // over W ranks (R identical replicas per shard) or the sum over the DP group,
 // and the measured ratio per parameter group against the full-batch gradient.
-// Two loss families: an in-batch InfoNCE with inverse temperature tau and the
-// CLIP symmetric loss with its log logit scale (both written out here, not
-// taken from loss/).
+// Three loss families: an in-batch InfoNCE with inverse temperature tau, the
+// CLIP symmetric loss with its log logit scale, and SigLIP's sigmoid loss with
+// its log scale (a fixed bias; every one written out here, not taken from
+// loss/).
 #include <gtest/gtest.h>
 
 #include <Eigen/Core>  // before AutoDiff, which does not include it
@@ -30,11 +31,13 @@ namespace {
 using AD = Eigen::AutoDiffScalar<Eigen::VectorXd>;
 using Rows = std::vector<std::vector<AD>>;
 
-enum class Family { infonce, clip };
+enum class Family { infonce, clip, siglip };
 
 const char* family_name(Family f) {
-  return f == Family::infonce ? "infonce" : "clip";
+  return f == Family::infonce ? "infonce" : f == Family::clip ? "clip" : "siglip";
 }
+
+constexpr double kSigLipBias = -1.0;
 
 // ---- a small random step ----
 
@@ -46,7 +49,7 @@ struct SimCase {
   double direct = 0;                     // tau, or CLIP's log scale
   std::vector<Matrix<double>> x_a, x_b;  // per shard: n_d x F (query/doc, or image/text)
   Eigen::Index encoder_size() const {
-    return weight_a.size() + (family == Family::clip ? weight_b.size() : 0);
+    return weight_a.size() + (family != Family::infonce ? weight_b.size() : 0);
   }
   Eigen::Index parameters() const { return encoder_size() + 1; }
 };
@@ -97,7 +100,7 @@ Parameters parameter_block(const SimCase& c, Eigen::Index block, Eigen::Index to
   };
   Parameters p;
   p.weight_a = rows_of(c.weight_a);
-  p.weight_b = c.family == Family::clip ? rows_of(c.weight_b) : p.weight_a;
+  p.weight_b = c.family != Family::infonce ? rows_of(c.weight_b) : p.weight_a;
   p.direct = AD(c.direct, total, index++);
   return p;
 }
@@ -145,10 +148,24 @@ Side embed_shard(const SimCase& c, const Parameters& p, std::size_t shard) {
   return {embed(p.weight_a, c.x_a[shard]), embed(p.weight_b, c.x_b[shard])};
 }
 
+// SigLIP: the images against every text, -log sigmoid(y z) summed, over the images;
+// z = exp(log) a . b + bias, y = +1 for text offset + i, else -1.
+AD sigmoid_loss(const Rows& images, const Rows& texts, std::size_t offset, const AD& scale) {
+  AD total = AD(0.0);
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    for (std::size_t j = 0; j < texts.size(); ++j) {
+      const double label = j == offset + i ? 1.0 : -1.0;
+      total += log(1.0 + exp(-label * (scale * dot(images[i], texts[j]) + kSigLipBias)));
+    }
+  }
+  return total / static_cast<double>(images.size());
+}
+
 // InfoNCE: tau q . d, target offset + i. CLIP: (i2t + t2i) / 2 with scale exp(log).
 AD family_loss(Family family, const Side& queries, const Side& docs, std::size_t offset,
                const AD& direct) {
   if (family == Family::infonce) return mean_cross_entropy(queries.a, docs.b, offset, direct);
+  if (family == Family::siglip) return sigmoid_loss(queries.a, docs.b, offset, exp(direct));
   const AD scale = exp(direct);
   return (mean_cross_entropy(queries.a, docs.b, offset, scale) +
           mean_cross_entropy(queries.b, docs.a, offset, scale)) /
@@ -306,9 +323,10 @@ TEST(StrategyPredictions, MatchABruteForceMultiRankComputationForEveryPoint) {
   int single_checks = 0, degenerate = 0;
   double worst_ratio_error = 0, worst_residual = 0;
   std::uint64_t seed = 1;
-  for (const Family family : {Family::infonce, Family::clip}) {
+  for (const Family family : {Family::infonce, Family::clip, Family::siglip}) {
     for (const StepShape& shape : shapes()) {
-      for (const Strategy& strategy : dp_strategies()) {  // the brute force gathers over the DP group
+      for (const Strategy& strategy :
+           dp_strategies()) {  // the brute force gathers over the DP group
         for (int k = 0; k < kCasesPerCell; ++k) {
           const SimCase c = random_sim_case(family, shape, seed++);
           const Eigen::VectorXd ref = reference_gradient(c, strategy.reduction);
