@@ -15,6 +15,7 @@
 #include "properties/oracle_agrees.hpp"
 #include "properties/point_comparison.hpp"
 #include "properties/properties.hpp"
+#include "properties/strategy_families.hpp"
 #include "properties/sut_step.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
@@ -852,9 +853,9 @@ bool visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& op
 // The witness's prediction and observation for its group, one line each.
 void describe_witness(const StrategyWitnessOptions& options, StrategyWitness& w) {
   const StrategyCaseResult& r = w.result;
-  const bool clip = options.family == FamilyChoice::clip;
-  w.original_text = clip ? describe_clip(w.original) : describe(w.original);
-  w.shrunk_text = clip ? describe_clip(w.shrunk) : describe(w.shrunk);
+  const StrategyFamily& family = strategy_family(options.family);
+  w.original_text = family.describe(w.original);
+  w.shrunk_text = family.describe(w.shrunk);
   if (options.group == step::ParameterGroup::encoders) {
     w.predicted = r.prediction;
     w.observed = r.detail;
