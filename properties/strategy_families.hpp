@@ -3,9 +3,12 @@
 // campaign's FamilyChoice, which strategy_case turns into the family's case
 // of a spec), how a spec reads as its case, where its cells sit in a
 // campaign result, and the suffix of its witness case files
-// (`strategies --cases-dir`). `strategies` and `check --strategies all
-// --family all` iterate this table; a new family is one entry here once the
-// campaign can draw it (properties/strategy_campaign.*).
+// (`strategies --cases-dir`). `strategies` (a shrunk case per wrong cell
+// and family) and `check --strategies all --family all` (the grid) iterate
+// this table. A new family (SigLIP) is one entry here once the campaign can
+// draw it: a FamilyChoice value that strategy_case builds the family's case
+// for, the family's cells in StrategyCampaignResult (tallied by
+// tally_strategy_case, counted by mismatched()), and a describe of a spec.
 #pragma once
 
 #include <array>
