@@ -32,11 +32,13 @@
 #include "casefile/case_json.hpp"
 #include "cli/case_report.hpp"
 #include "cli/command.hpp"
+#include "cli/strategy_grid_report.hpp"
 #include "cli/strategy_report.hpp"
 #include "cli/tool_options.hpp"
 #include "properties/campaign.hpp"
 #include "properties/campaign_report.hpp"
 #include "properties/strategy_campaign.hpp"
+#include "properties/strategy_grid.hpp"
 #include "properties/sut_step.hpp"
 #include "step/mutants.hpp"
 
@@ -90,8 +92,11 @@ po::options_description check_options(RawOptions& raw) {
       "points, a case with replicas at the point's /world twin every other time; or one, e.g. "
       "autograd/local/scale-P/mean or detached-own-live/global/scale-W/mean/world), its gradient "
       "against the prediction")(
-      "family", po::value<std::string>()->value_name("both|infonce|clip|ntxent|siglip"),
-      "with --strategies: the loss families drawn (default both: every other case CLIP)")(
+      "family", po::value<std::string>()->value_name("both|infonce|clip|ntxent|siglip|all"),
+      "with --strategies: the loss families drawn (default both: every other case CLIP); all: "
+      "the grid, every family x every point (or the one point named), each cell an even share "
+      "of --cases run at its point and family alone, one row per cell, exit 1 if a cell is not "
+      "as predicted (--jobs N runs cells in parallel)")(
       "case-index", po::value<std::string>()->value_name("I"),
       "with --strategies: run case I of the campaign alone (a reproducer the report prints)")(
       "case", po::value<std::string>()->value_name("FILE"),
@@ -641,7 +646,53 @@ void print_strategy_human(std::ostream& out, const StrategyReport& report,
   print_strategy_mismatches(out, report);
 }
 
+// --strategies with --family all: the grid of every family x the points
+// named (properties/strategy_grid.hpp); the seed, the case budget (split
+// evenly over the cells), --jobs, --limits and --oracle apply.
+int run_strategy_grid_check(const RawOptions& raw, const CommandContext& context) {
+  const auto reject = [](bool given, const char* option) {
+    if (given) {
+      throw UsageError(std::string("check: ") + option +
+                       " does not apply to --family all (run the cell's point and family)");
+    }
+  };
+  reject(raw.time_budget.has_value(), "--time-budget");
+  reject(raw.shard.has_value(), "--shard");
+  reject(raw.profile.has_value(), "--profile");
+  reject(raw.mutant.has_value(), "--mutant");
+  reject(raw.before_after, "--before-after");
+  reject(raw.self_check, "--self-check");
+  reject(raw.sut.has_value() || raw.sut_timeout.has_value() || !raw.restrict.empty(), "--sut");
+  reject(raw.case_index.has_value(), "--case-index");
+  reject(raw.case_file.has_value(), "--case");
+  reject(raw.corpus_dir.has_value(), "--corpus-dir");
+  reject(!raw.reports.empty(), "--report");
+  if (raw.format && *raw.format != "human") {
+    throw UsageError("check: --family all prints its table only (--format human)");
+  }
+  StrategyGridReport report;
+  report.program = std::string(context.program);
+  report.limits = raw.limits.value_or("default");
+  properties::StrategyGridOptions& options = report.options;
+  try {
+    if (const auto point = properties::parse_strategy_choice(*raw.strategies)) {
+      options.points = {*point};
+    }
+  } catch (const InputError& e) {
+    throw UsageError(std::string("check: ") + e.what());
+  }
+  options.limits = parse_limits("check", report.limits);
+  if (raw.seed) options.seed = parse_seed("check", *raw.seed).seed;
+  if (raw.cases) options.cases = parse_count("check", "--cases", *raw.cases, kMaxCases);
+  if (raw.jobs) options.jobs = parse_jobs("check", *raw.jobs);
+  options.oracle = strategy_oracle(raw);
+  report.result = properties::run_strategy_grid(options);
+  print_strategy_grid(context.out, report);
+  return report.result.cells_not_as_predicted() == 0 ? kExitOk : kExitCheckFailed;
+}
+
 int run_strategy_check(const RawOptions& raw, const CommandContext& context) {
+  if (raw.family && *raw.family == "all") return run_strategy_grid_check(raw, context);
   reject_for_strategies(raw);
   properties::StrategyCampaignOptions options;
   try {
@@ -765,8 +816,9 @@ const RegisterCommand kCheck{
     {"check",
      "[--seed SEED] [--cases K] [--time-budget 10m] [--jobs N] [--shard I/N] [--profile "
      "ci|explore] "
-     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip|ntxent|siglip] [--sut "
-     "CMD]] [--format "
+     "[--mutant NAME] [--strategies all|POINT [--family both|infonce|clip|ntxent|siglip|all] "
+     "[--sut CMD]] "
+     "[--format "
      "human|json|junit] [--report FILE]... [--self-check] "
      "[--before-after] [--backend fiber|mpi] [--sut CMD [--sut-timeout S]]",
      "run the property campaign; shrink, save and print a reproducer on failure", run_check}};

@@ -5,8 +5,8 @@
 // as JSON (stable key order) and the matrix as an SVG (docs/strategies.svg).
 // The predictions are a function of P and W alone; each wrong cell also gets
 // a shrunk case of the strategy campaign at its point (seed 1, its own P and
-// W) in each loss family, InfoNCE and CLIP, which --cases-dir writes as a case
-// file for `replay`.
+// W) in each loss family of properties/strategy_families.hpp (InfoNCE, CLIP,
+// NT-Xent), which --cases-dir writes as a case file for `replay`.
 #include <unistd.h>
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +22,7 @@
 #include "cli/tool_options.hpp"
 #include "properties/case_spec.hpp"
 #include "properties/strategy_campaign.hpp"
+#include "properties/strategy_families.hpp"
 #include "properties/svg_canvas.hpp"
 #include "step/field_configurations.hpp"
 #include "step/strategy.hpp"
@@ -41,7 +42,7 @@ constexpr std::string_view kCommand = "strategies";
 constexpr std::int64_t kMaxRanks = 1 << 16;
 constexpr ParameterGroup kGroups[] = {ParameterGroup::encoders, ParameterGroup::direct};
 // The brute-force check of every prediction (P in {1, 2, 3}, W in {P, 2P},
-// equal and unequal batches, two loss families): the formulas it checks do
+// equal and unequal batches, the loss families): the formulas it checks do
 // not depend on P beyond that.
 constexpr std::string_view kPredictionCheck =
     "build/tests/test_step --gtest_filter='StrategyPredictions.*'";
@@ -78,39 +79,45 @@ const MutantRun* mutant_run(const Strategy& strategy) {
   return nullptr;
 }
 
-using properties::FamilyChoice;
+using properties::StrategyFamily;
 
 // The loss families a cell's witnesses come from, in the order shown.
-constexpr FamilyChoice kFamilies[] = {FamilyChoice::infonce, FamilyChoice::clip};
-
-std::string_view family_key(FamilyChoice family) {
-  return family == FamilyChoice::clip ? "clip" : "infonce";
+std::span<const StrategyFamily> families() {
+  return properties::strategy_families();
 }
 
 // "autograd/local/scale-P/mean" -> "autograd-local-scale-P-mean.json" (the
 // InfoNCE encoders'), "...-mean-direct.json", "...-mean-clip.json",
-// "...-mean-clip-direct.json".
-std::string witness_file_name(const Strategy& strategy, FamilyChoice family, ParameterGroup group) {
+// "...-mean-clip-direct.json", "...-mean-ntxent.json", ...
+std::string witness_file_name(const Strategy& strategy, const StrategyFamily& family,
+                              ParameterGroup group) {
   std::string name = name_of(strategy);
   std::replace(name.begin(), name.end(), '/', '-');
-  if (family == FamilyChoice::clip) name += "-clip";
+  name += family.file_suffix;
   if (group == ParameterGroup::direct) name += "-direct";
   return name + ".json";
 }
 
-// Each wrong cell's shrunk case per family ([group][family][point], points
-// in all_strategies() order), and where the case files were written
-// (--cases-dir), if they were.
+// The JSON key of a cell's witness in `family`: "witness" for the first
+// family (InfoNCE, the key before there were others), "clip_witness", ...
+std::string witness_key(std::size_t family) {
+  return family == 0 ? "witness" : std::string(families()[family].key) + "_witness";
+}
+
+// Each wrong cell's shrunk case per family ([group][family][point], families
+// in families() order, points in all_strategies() order), and where the case
+// files were written (--cases-dir), if they were.
 struct Witnesses {
   using PerPoint = std::vector<std::optional<properties::StrategyWitness>>;
-  std::array<std::array<PerPoint, 2>, 2> found;
+  std::array<std::vector<PerPoint>, 2> found{std::vector<PerPoint>(families().size()),
+                                             std::vector<PerPoint>(families().size())};
   std::optional<fs::path> dir;
 
-  PerPoint& of(ParameterGroup group, FamilyChoice family) {
-    return found[static_cast<std::size_t>(group)][family == FamilyChoice::clip];
+  PerPoint& of(ParameterGroup group, std::size_t family) {
+    return found[static_cast<std::size_t>(group)][family];
   }
-  const PerPoint& of(ParameterGroup group, FamilyChoice family) const {
-    return found[static_cast<std::size_t>(group)][family == FamilyChoice::clip];
+  const PerPoint& of(ParameterGroup group, std::size_t family) const {
+    return found[static_cast<std::size_t>(group)][family];
   }
 };
 
@@ -126,7 +133,8 @@ std::optional<step::Verdict> witness_verdict(const Strategy& strategy, Parameter
 }
 
 std::optional<properties::StrategyWitness> find_witness(const Strategy& strategy,
-                                                        FamilyChoice family, ParameterGroup group,
+                                                        const StrategyFamily& family,
+                                                        ParameterGroup group,
                                                         const step::StepShape& shape) {
   const std::optional<step::Verdict> verdict = witness_verdict(strategy, group, shape);
   if (!verdict) return std::nullopt;
@@ -134,7 +142,7 @@ std::optional<properties::StrategyWitness> find_witness(const Strategy& strategy
   options.verdict = verdict;
   options.point = strategy;
   options.seed = kWitnessSeed;
-  options.family = family;
+  options.family = family.choice;
   options.group = group;
   return properties::find_strategy_witness(options);
 }
@@ -156,8 +164,9 @@ Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::p
   w.dir = dir;
   if (dir) fs::create_directories(*dir);  // checked writable by parse_options
   for (const ParameterGroup group : kGroups) {
-    for (const FamilyChoice family : kFamilies) {
-      Witnesses::PerPoint& found = w.of(group, family);
+    for (std::size_t f = 0; f < families().size(); ++f) {
+      const StrategyFamily& family = families()[f];
+      Witnesses::PerPoint& found = w.of(group, f);
       for (const Strategy& strategy : step::all_strategies()) {
         if (std::find(points.begin(), points.end(), strategy) == points.end()) {
           found.emplace_back();  // not shown
@@ -175,7 +184,7 @@ Witnesses find_witnesses(const step::StepShape& shape, const std::optional<fs::p
 }
 
 const properties::StrategyWitness* witness_of(const Witnesses& w, const Strategy& strategy,
-                                              FamilyChoice family, ParameterGroup group) {
+                                              std::size_t family, ParameterGroup group) {
   const auto& found = w.of(group, family)[properties::strategy_index(strategy)];
   return found ? &*found : nullptr;
 }
@@ -196,8 +205,12 @@ struct Cell {
   Prediction unequal;  // the same point with unequal per-shard batches
   std::string reproduce;
   std::string note;
-  // The cell's shrunk case in each family (kFamilies order), where it is wrong.
-  std::array<const properties::StrategyWitness*, 2> witnesses{};
+  // The cell's shrunk case in each family (families() order), where it is wrong.
+  std::vector<const properties::StrategyWitness*> witnesses;
+  bool has_witness() const {
+    return std::any_of(witnesses.begin(), witnesses.end(),
+                       [](const properties::StrategyWitness* w) { return w != nullptr; });
+  }
 };
 
 Cell cell_of(const Strategy& strategy, ParameterGroup group, const step::StepShape& shape,
@@ -208,8 +221,8 @@ Cell cell_of(const Strategy& strategy, ParameterGroup group, const step::StepSha
   unequal.equal_batches = shape.dp == 1;  // one shard cannot differ from itself
   cell.unequal = step::predict(strategy, group, unequal);
   cell.reproduce = check_command(strategy);
-  for (std::size_t f = 0; f < std::size(kFamilies); ++f) {
-    cell.witnesses[f] = witness_of(witnesses, strategy, kFamilies[f], group);
+  for (std::size_t f = 0; f < families().size(); ++f) {
+    cell.witnesses.push_back(witness_of(witnesses, strategy, f, group));
   }
   cell.note =
       "the rank program at this point: every case as predicted for its own P, W, and "
@@ -314,24 +327,24 @@ void print_reproduce(std::ostream& out, const step::StepShape& shape, const Witn
   out << "\nreproduce:\n"
       << "  every cell's prediction, by brute force: " << kPredictionCheck << '\n'
       << "  both groups, through the rank program at each point (the strategy campaign draws "
-         "its own P, W and both loss families; each wrong cell's first visibly wrong case per "
-         "family, shrunk):\n";
+         "its own P, W, and runs every loss family; each wrong cell's first visibly wrong case "
+         "per family, shrunk):\n";
   for (const Strategy& strategy : points) {
     out << "    " << name_of(strategy) << ": " << check_command(strategy) << '\n';
     for (const ParameterGroup group : kGroups) {
       const Cell cell = cell_of(strategy, group, shape, witnesses);
-      for (std::size_t f = 0; f < std::size(kFamilies); ++f) {
+      for (std::size_t f = 0; f < families().size(); ++f) {
         const properties::StrategyWitness* w = cell.witnesses[f];
         if (w == nullptr) continue;
-        out << "      " << name_of(group) << ", " << family_key(kFamilies[f]) << ": "
-            << witness_text(*w) << '\n';
+        out << "      " << name_of(group) << ", " << families()[f].key << ": " << witness_text(*w)
+            << '\n';
         if (witnesses.dir) {
           out << "      replay: infonce-sim replay "
-              << (*witnesses.dir / witness_file_name(strategy, kFamilies[f], group)).string()
+              << (*witnesses.dir / witness_file_name(strategy, families()[f], group)).string()
               << '\n';
         }
       }
-      if (cell.witnesses == decltype(cell.witnesses){}) {
+      if (!cell.has_witness()) {
         out << "      " << name_of(group) << ": " << cell.note << '\n';
       }
     }
@@ -392,8 +405,9 @@ OutputJson cell_json(const Cell& cell) {
   out["with_unequal_batches"] = describe(cell.unequal);
   out["reproduce"] = cell.reproduce;
   out["note"] = cell.note;
-  out["witness"] = cell.witnesses[0] ? witness_json(*cell.witnesses[0]) : OutputJson();
-  out["clip_witness"] = cell.witnesses[1] ? witness_json(*cell.witnesses[1]) : OutputJson();
+  for (std::size_t f = 0; f < families().size(); ++f) {
+    out[witness_key(f)] = cell.witnesses[f] ? witness_json(*cell.witnesses[f]) : OutputJson();
+  }
   return out;
 }
 
@@ -441,10 +455,10 @@ OutputJson matrix_document(const step::StepShape& shape, const Witnesses& witnes
 
 // ---- SVG ------------------------------------------------------------------
 
-constexpr int kSvgWidth = 1260;
+constexpr int kSvgWidth = 1500;
 constexpr int kMargin = 20;
 constexpr int kPointWidth = 300;
-constexpr int kCellWidth = 460;
+constexpr int kCellWidth = 580;
 constexpr int kRowHeight = 22;
 constexpr int kTop = 74;
 constexpr const char* kFont = "DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -466,9 +480,11 @@ void draw_cell(properties::SvgCanvas& svg, double x, double y, const Cell& cell)
            R"(stroke="#1b1b1b" stroke-width="2")", cell.reproduce + " (" + cell.note + ")");
   svg.text(x + 8, y + 15, describe(cell.prediction), 12);
   std::string shrunk;
-  for (std::size_t f = 0; f < std::size(kFamilies); ++f) {
+  for (std::size_t f = 0; f < families().size(); ++f) {
     if (cell.witnesses[f] == nullptr) continue;
-    shrunk += (shrunk.empty() ? "shrunk " : " · ") + std::string(f == 0 ? "" : "clip ") +
+    // The first family's (InfoNCE's) mesh unnamed, the others after their key.
+    shrunk += (shrunk.empty() ? "shrunk " : " · ") +
+              (f == 0 ? std::string() : std::string(families()[f].key) + " ") +
               properties::describe_mesh(cell.witnesses[f]->shrunk);
   }
   if (!shrunk.empty()) {
@@ -488,16 +504,16 @@ void draw_legend(properties::SvgCanvas& svg, double y) {
   }
   svg.rect(kMargin, y, 14, 14, "#ffffff", R"(stroke="#1b1b1b" stroke-width="2")");
   svg.text(kMargin + 22, y + 12,
-           "every cell runs through the rank program in both loss families (infonce-sim check "
-           "--strategies POINT)",
+           "every cell runs through the rank program in every loss family (infonce-sim check "
+           "--strategies POINT [--family all])",
            12);
   svg.text(kMargin, y + 38,
            "[equal batches]: holds only when every shard has the same number of queries.", 11);
   svg.text(kMargin, y + 54,
            "Every prediction is checked by brute force (tests/step/strategy_test.cpp).", 11);
   svg.text(kMargin, y + 70,
-           "shrunk: the mesh of the cell's InfoNCE and CLIP cases shrunk by RapidCheck "
-           "(infonce-sim strategies --cases-dir DIR writes them for replay).",
+           "shrunk: the mesh of the cell's case in each family (InfoNCE, clip, ntxent, siglip) shrunk by "
+           "RapidCheck (infonce-sim strategies --cases-dir DIR writes them for replay).",
            11);
 }
 

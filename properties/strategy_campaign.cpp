@@ -17,6 +17,7 @@
 #include "properties/properties.hpp"
 #include "properties/siglip_case.hpp"
 #include "properties/siglip_scales.hpp"
+#include "properties/strategy_families.hpp"
 #include "properties/sut_step.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
@@ -730,10 +731,15 @@ FamilyChoice parse_family_choice(const std::string& text) {
 
 namespace {
 
+// The key a mismatch is grouped and shrunk by (an oracle disagreement has no
+// cause of its own).
+std::string cause_key(const StrategyCaseResult& r) {
+  return r.cause.empty() ? std::string("not the prediction") : r.cause;
+}
+
 void group_mismatch(std::int64_t index, const Case& c, const StrategyCaseResult& r,
                     StrategyCampaignResult& out) {
-  MismatchGroup& group =
-      out.mismatches_by_cause[r.cause.empty() ? std::string("not the prediction") : r.cause];
+  MismatchGroup& group = out.mismatches_by_cause[cause_key(r)];
   ++group.count;
   if (group.lines.size() >= MismatchGroup::kKept) return;
   group.indices.push_back(index);
@@ -791,8 +797,10 @@ void tally_strategy_case(std::int64_t index, const Case& c, const StrategyCaseRe
       group_mismatch(index, c, r, out);
       if (!cell.first_mismatch_index) {
         cell.first_mismatch_index = index;
-        const std::string text =
-            spec == nullptr ? "" : (c.clip ? "clip " + describe_clip(*spec) : describe(*spec));
+        const std::string text = spec == nullptr ? ""
+                                 : c.clip        ? "clip " + describe_clip(*spec)
+                                 : c.ntxent      ? "ntxent " + describe_ntxent(*spec)
+                                                 : describe(*spec);
         cell.first_mismatch = "case " + std::to_string(index) + " (" + text + "): " + r.detail;
       }
       break;
@@ -885,9 +893,9 @@ bool visibly_wrong(const StrategyCaseResult& r, const StrategyWitnessOptions& op
 // The witness's prediction and observation for its group, one line each.
 void describe_witness(const StrategyWitnessOptions& options, StrategyWitness& w) {
   const StrategyCaseResult& r = w.result;
-  const bool clip = options.family == FamilyChoice::clip;
-  w.original_text = clip ? describe_clip(w.original) : describe(w.original);
-  w.shrunk_text = clip ? describe_clip(w.shrunk) : describe(w.shrunk);
+  const StrategyFamily& family = strategy_family(options.family);
+  w.original_text = family.describe(w.original);
+  w.shrunk_text = family.describe(w.shrunk);
   if (options.group == step::ParameterGroup::encoders) {
     w.predicted = r.prediction;
     w.observed = r.detail;
@@ -993,7 +1001,7 @@ StrategyShrunk shrink_strategy_mismatch(const StrategyCampaignOptions& options, 
   CaseSpec shrunk;
   out.result = judge_spec(current.value(), draw, options, shrunk, out.shrunk_case);
   const auto same_cause = [&](const StrategyCaseResult& r) {
-    return r.observation == StrategyObservation::mismatch && r.cause == cause;
+    return r.observation == StrategyObservation::mismatch && cause_key(r) == cause;
   };
   std::int32_t evaluations = 0;
   bool progressed = same_cause(out.result);

@@ -238,7 +238,7 @@ struct StrategyWitness {
   Case shrunk_case;           // its case file carries the "strategy" key
   StrategyCaseResult result;  // of the shrunk case
   // The original and the shrunk case in one line each, as their family reads
-  // the spec (describe, or describe_clip).
+  // the spec (its StrategyFamily::describe).
   std::string original_text, shrunk_text;
   step::Prediction predicted;  // the group's, for the shrunk case's shape
   std::string observed;        // one line: what the shrunk case's step gave
@@ -251,7 +251,7 @@ struct StrategyWitnessOptions {
   GeneratorLimits limits = default_limits();
   std::int64_t max_cases = 200;                 // cases tried before giving up (a limit)
   std::int32_t max_shrink_evaluations = 2000;   // RapidCheck shrink candidates judged
-  FamilyChoice family = FamilyChoice::infonce;  // infonce or clip
+  FamilyChoice family = FamilyChoice::infonce;  // one family (strategy_families())
   // The group shown wrong. direct: an InfoNCE case gets a learnable 1/T.
   step::ParameterGroup group = step::ParameterGroup::encoders;
   // Only cases with the gather (use_batch), as the strategy matrix assumes:

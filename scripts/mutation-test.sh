@@ -7,12 +7,15 @@
 # step/, sim/, prediction/; under build/mutation/), apply the patch there
 # (patch -p1 --fuzz=2, so small context changes do not break it), rebuild
 # infonce-sim in that copy (ccache keeps this to the changed file and the
-# link), then run four campaigns:
+# link), then run six campaigns:
 #   - `check --profile ci` with the oracle (--oracle sampled, the ci default)
 #     and with --oracle off (what the campaign judged before the oracle);
 #   - `check --strategies all --profile ci` (every strategy point and both
 #     loss families, the CLIP family and learnable temperatures included) with
-#     the oracle judging every case's reference, and with --oracle off.
+#     the oracle judging every case's reference, and with --oracle off;
+#   - `check --strategies all --family ntxent --cases 1000` (the NT-Xent
+#     family, which neither campaign above draws: every point, learnable
+#     temperatures) with the oracle on every reference, and with --oracle off.
 # Prints one markdown table row per patch: caught or not, cases until caught,
 # the properties the shrunk case fails (the first is the one the campaign
 # reports) and its size, and what each strategy campaign found. Exit status 1
@@ -21,7 +24,8 @@
 #
 # Environment: MUTATION_DIR (default build/mutation; the copy is MUTATION_DIR/tree), MUTATION_CASES (default:
 # the ci profile's budget), JOBS (campaign threads, default 2), MUTATION_STRATEGIES=0 (skip
-# the two strategy campaigns).
+# the two strategy campaigns), MUTATION_NTXENT=0 (skip the two NT-Xent ones),
+# MUTATION_NTXENT_CASES (default 1000).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,36 +118,42 @@ run_check() {
          else "no|\(.tally.cases_run)|-|-" end' "$json"
 }
 
-# run_strategies NAME MODE -> "caught|mismatches|first mismatch" from the strategy campaign.
+# run_strategies NAME MODE [KIND OPTION...] -> "caught|mismatches|first mismatch" from the
+# strategy campaign (KIND: the files' tag, default strategies; OPTIONs: the campaign's,
+# default --profile ci).
 run_strategies() {
-  local name=$1 mode=$2 text="$work/$1.strategies.$2.txt" status=0
-  "$build/infonce-sim" check --strategies all --profile ci --oracle "$mode" >"$text" \
-    2>"$work/$name.strategies.$mode.err" || status=$?
+  local name=$1 mode=$2 kind=${3:-strategies} status=0
+  local options=("${@:4}")
+  [[ ${#options[@]} -gt 0 ]] || options=(--profile ci)
+  local text="$work/$name.$kind.$mode.txt"
+  "$build/infonce-sim" check --strategies all "${options[@]}" --oracle "$mode" --no-corpus \
+    >"$text" 2>"$work/$name.$kind.$mode.err" || status=$?
   if [[ $status -gt 1 ]]; then
     echo "crash|-|exit $status"
   elif grep -q '^PASS:' "$text"; then
     echo "no|0|-"
   else
     local count first
-    count=$(sed -n 's/^FAIL: \([0-9]*\) cases differ.*/\1/p' "$text")
+    count=$(sed -n 's/^FAIL: \([0-9]*\) of [0-9]* cases differ.*/\1/p' "$text")
     first=$(grep -m1 '^  ' "$text" | sed 's/^  //; s/|/\\|/g' | cut -c1-160)
     echo "yes|$count|$first"
   fi
 }
 
+ntxent_options=(--family ntxent --cases "${MUTATION_NTXENT_CASES:-1000}")
 escaped=0
-echo "| patch | ci, oracle on: caught | cases until caught | properties | shrunk W/P/groups | ci, oracle off: caught | cases until caught | properties | strategies, oracle on | strategies, oracle off |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| patch | ci, oracle on: caught | cases until caught | properties | shrunk W/P/groups | ci, oracle off: caught | cases until caught | properties | strategies, oracle on | strategies, oracle off | NT-Xent strategies, oracle on | NT-Xent strategies, oracle off |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for p in "${patches[@]}"; do
   name=$(basename "$p" .patch)
   restore_sources
   if ! patch -p1 --fuzz=2 --silent -d "$tree" <"$p" >"$work/$name.patch.log" 2>&1; then
-    echo "| $name | does not apply (see $work/$name.patch.log) | | | | | | | | |"
+    echo "| $name | does not apply (see $work/$name.patch.log) | | | | | | | | | | |"
     escaped=1
     continue
   fi
   if ! cmake --build "$build" --target infonce-sim >"$work/$name.build.log" 2>&1; then
-    echo "| $name | does not build (see $work/$name.build.log) | | | | | | | | |"
+    echo "| $name | does not build (see $work/$name.build.log) | | | | | | | | | | |"
     escaped=1
     continue
   fi
@@ -154,14 +164,25 @@ for p in "${patches[@]}"; do
     IFS='|' read -r s_on_caught s_on_count s_on_first <<<"$(run_strategies "$name" every)"
     IFS='|' read -r s_off_caught s_off_count _ <<<"$(run_strategies "$name" off)"
   fi
-  [[ "$on_caught" == yes || "$s_on_caught" == yes ]] || escaped=1
+  n_on_caught=skipped n_off_caught=skipped
+  if [[ "${MUTATION_NTXENT:-1}" == 1 ]]; then
+    IFS='|' read -r n_on_caught n_on_count n_on_first \
+      <<<"$(run_strategies "$name" every ntxent "${ntxent_options[@]}")"
+    IFS='|' read -r n_off_caught n_off_count _ \
+      <<<"$(run_strategies "$name" off ntxent "${ntxent_options[@]}")"
+  fi
+  [[ "$on_caught" == yes || "$s_on_caught" == yes || "$n_on_caught" == yes ]] || escaped=1
   [[ "$on_caught" == yes ]] || on_cases="(ran $on_cases)"
   [[ "$off_caught" == yes ]] || off_cases="(ran $off_cases)"
   s_on="$s_on_caught"
   [[ "$s_on_caught" == yes ]] && s_on="yes ($s_on_count cases; $s_on_first)"
   s_off="$s_off_caught"
   [[ "$s_off_caught" == yes ]] && s_off="yes ($s_off_count cases)"
-  echo "| $name | $on_caught | $on_cases | $on_property | $on_shrunk | $off_caught | $off_cases | $off_property | $s_on | $s_off |"
+  n_on="$n_on_caught"
+  [[ "$n_on_caught" == yes ]] && n_on="yes ($n_on_count cases; $n_on_first)"
+  n_off="$n_off_caught"
+  [[ "$n_off_caught" == yes ]] && n_off="yes ($n_off_count cases)"
+  echo "| $name | $on_caught | $on_cases | $on_property | $on_shrunk | $off_caught | $off_cases | $off_property | $s_on | $s_off | $n_on | $n_off |"
 done
 restore_sources
 exit $escaped

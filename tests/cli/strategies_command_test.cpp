@@ -3,8 +3,9 @@
 // table in docs/strategies.md, not from the code), the JSON document, the
 // reproduce commands of the cells (each strategy campaign is run and must
 // pass: every case as predicted, both parameter groups), each wrong cell's
-// shrunk case in each loss family (its case file, replayed, must fail
-// gradient-matches-reference, on the direct parameters for a direct cell),
+// shrunk case in each loss family, InfoNCE, CLIP and NT-Xent (its case
+// file, replayed, must fail gradient-matches-reference, on the direct
+// parameters for a direct cell),
 // bad input (exit 2, one line), and the SVG
 // against docs/strategies.svg. That comparison is a regression baseline, not
 // an independent check: the committed file was made by this command
@@ -134,12 +135,18 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_TRUE(clip["shrunk"].get<std::string>().starts_with("W=2 P=2 A=1 pairs=")) << clip;
   EXPECT_EQ(clip["predicted"], "ratio 0.5");
   EXPECT_TRUE(clip["observed"].get<std::string>().starts_with("ratio 0.5 ")) << clip;
+  // And NT-Xent's, described as NT-Xent reads the spec (samples per shard).
+  const ordered_json& ntxent = encoders["ntxent_witness"];
+  EXPECT_TRUE(ntxent["shrunk"].get<std::string>().starts_with("W=2 P=2 A=1 samples=")) << ntxent;
+  EXPECT_EQ(ntxent["predicted"], "ratio 0.5");
+  EXPECT_TRUE(ntxent["observed"].get<std::string>().starts_with("ratio 0.5 ")) << ntxent;
   // Without a scale the direct parameters are right: no witness.
   const ordered_json& direct = first["cells"]["direct"];
   EXPECT_EQ(direct["verdict"], "correct");
   EXPECT_EQ(direct["reproduce"], encoders["reproduce"]);
   EXPECT_TRUE(direct["witness"].is_null());
   EXPECT_TRUE(direct["clip_witness"].is_null());
+  EXPECT_TRUE(direct["ntxent_witness"].is_null());
   // The seed's fix scales the backward by P, which is right for the encoders
   // and P x for 1/T and CLIP's logit scale (docs/strategies.md): its direct
   // witnesses show 2 at P = 2.
@@ -153,6 +160,9 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_TRUE(
       fix["clip_witness"]["observed"].get<std::string>().starts_with("log_logit_scale: ratio 2 "))
       << fix["clip_witness"];
+  EXPECT_TRUE(fix["ntxent_witness"]["observed"].get<std::string>().starts_with(
+      "inverse_temperature: ratio 2 "))
+      << fix["ntxent_witness"];
   // A dropped-terms cell: no ratio, its cause, not an equal-batches verdict.
   const ordered_json& dropped = doc["matrix"][18]["cells"]["encoders"];
   EXPECT_EQ(doc["matrix"][18]["strategy"], "detached/local/scale-1/mean");
@@ -164,6 +174,10 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_EQ(dropped["witness"]["predicted"], "no single ratio (dropped terms)");
   EXPECT_TRUE(dropped["witness"]["observed"].get<std::string>().starts_with("best ratio "))
       << dropped["witness"];
+  // NT-Xent drops the same cross-rank terms under a local loss.
+  EXPECT_EQ(dropped["ntxent_witness"]["predicted"], "no single ratio (dropped terms)");
+  EXPECT_TRUE(dropped["ntxent_witness"]["observed"].get<std::string>().starts_with("best ratio "))
+      << dropped["ntxent_witness"];
   // An equal-batches verdict and what unequal batches give.
   const ordered_json& local = doc["matrix"][30]["cells"]["encoders"];
   EXPECT_EQ(doc["matrix"][30]["strategy"], "autograd/local/scale-1/mean");
@@ -233,15 +247,18 @@ TEST(StrategiesCommand, TheRankProgramReproduceCommandsPass) {
 }
 
 // Every wrong cell (and every cell correct with equal batches only) has a
-// shrunk case in each loss family; --cases-dir writes it, and `replay` of the
-// file fails gradient-matches-reference: the step's gradient is not the full
-// batch's (a direct cell's: on the direct parameters).
+// shrunk case in each loss family (InfoNCE, CLIP, NT-Xent, SigLIP); --cases-dir
+// writes it, and `replay` of the file fails gradient-matches-reference: the
+// step's gradient is not the full batch's (a direct cell's: on the direct
+// parameters).
 TEST(StrategiesCommand, EveryWrongCellsShrunkCaseReplaysAsAFailure) {
   const fs::path dir = fresh_work_dir("strategies-witnesses") / "cases";
   const CliResult listed = run_infonce_sim({"strategies", "--cases-dir", dir.string()});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   int replayed = 0;
   int direct = 0;
+  int ntxent = 0;
+  int siglip = 0;
   for (const std::string& line : lines_of(listed.out)) {
     const std::string prefix = "      replay: infonce-sim replay ";
     if (!line.starts_with(prefix)) continue;
@@ -256,14 +273,18 @@ TEST(StrategiesCommand, EveryWrongCellsShrunkCaseReplaysAsAFailure) {
                                                                            << result.out;
       ++direct;
     }
+    ntxent += file.ends_with("-ntxent.json") || file.ends_with("-ntxent-direct.json");
+    siglip += file.ends_with("-siglip.json") || file.ends_with("-siglip-direct.json");
     ++replayed;
   }
-  // Per group and family, 36 points less the three plainly correct ones
-  // (docs/strategies.md): the encoders' seed's fix, unscaled sum and autograd
-  // global mean; the direct group's three unscaled global means.
-  EXPECT_EQ(replayed, 4 * 33);
-  EXPECT_EQ(direct, 2 * 33);
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 4 * 33);
+  // Per group and family (4 families), 36 points less the three plainly
+  // correct ones (docs/strategies.md): the encoders' seed's fix, unscaled sum
+  // and autograd global mean; the direct group's three unscaled global means.
+  EXPECT_EQ(replayed, 8 * 33);
+  EXPECT_EQ(direct, 4 * 33);
+  EXPECT_EQ(ntxent, 2 * 33);
+  EXPECT_EQ(siglip, 2 * 33);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 8 * 33);
 }
 
 TEST(StrategiesCommand, TheSvgIsTheCommittedDocsPicture) {

@@ -163,18 +163,44 @@ TEST(Classify, AStepWhoseOnlyWrongValueIsTheLossNamesThePointsOfItsGradients) {
 namespace infonce::properties {
 namespace {
 
-// classify on the NT-Xent family: a step at one point matches it, and only
-// points predicted alike on every designed shape (lightly's shape: autograd/local).
+// What step/strategy.hpp predicts for a point on NT-Xent's designed shapes
+// (each gathers; a row meets its own view's rows, so under a world gather
+// its own replica copies too), and the loss's offset.
+std::vector<std::pair<step::Verdict, double>> ntxent_predictions(const Strategy& point) {
+  std::vector<std::pair<step::Verdict, double>> out;
+  for (step::StepShape shape : {step::StepShape{2, 2, true, true},
+                                {2, 4, true, true},
+                                {2, 2, false, true},
+                                {4, 4, false, true},
+                                {1, 2, true, true},
+                                {3, 3, false, true}}) {
+    shape.copies_interact = true;
+    for (const auto group : {step::ParameterGroup::encoders, step::ParameterGroup::direct}) {
+      const step::Prediction p = step::predict(point, group, shape);
+      out.emplace_back(p.verdict, p.verdict == step::Verdict::no_single_ratio ? 0.0 : p.ratio);
+    }
+    out.emplace_back(step::Verdict::correct, loss_shift(point, shape));
+  }
+  return out;
+}
+
+// classify on the NT-Xent family: a step at one point (the 72, world twins
+// included) matches it, and only points predicted alike on every designed
+// shape (lightly's shape: autograd/local).
 TEST(Classify, AnNtXentStepAtOnePointMatchesItAndOnlyPointsPredictedAlike) {
   const auto every_case = [](const Case&) { return std::optional<std::string>(); };
   const std::vector<DesignedCase> cases = designed_ntxent_cases(every_case, true);
   ASSERT_GE(cases.size(), 12u);
-  for (const Strategy& runs : step::dp_strategies()) {
+  for (const Strategy& runs : step::all_strategies()) {
     SCOPED_TRACE(step::name_of(runs));
     const Classification result = classify_step(cases, rank_program_at(runs));
     EXPECT_TRUE(result.failed.empty()) << result.failed.front();
     const std::vector<Strategy> matching = result.matching();
     EXPECT_NE(std::find(matching.begin(), matching.end(), runs), matching.end());
+    for (const Strategy& other : matching) {
+      EXPECT_EQ(ntxent_predictions(other), ntxent_predictions(runs))
+          << step::name_of(other) << " matched too";
+    }
   }
 }
 
