@@ -154,6 +154,16 @@ def _check_rows_alive(logits):
         raise CaseError(f"group {g}: every logit is masked")
 
 
+def _check_rows_alive_behind(loss, rows):
+    """_check_rows_alive of every logits matrix in `rows`, in order, searched only when
+    the loss is not finite: a row whose every logit is -inf has a log-softmax of nan, and
+    so has a mean over it, so a finite loss has no such row (one op, not four per matrix;
+    nothing between the logits and the loss can raise, so the same error is raised)."""
+    if not math.isfinite(loss.item()):
+        for logits in rows:
+            _check_rows_alive(logits)
+
+
 def _masked(values, mask):
     # (the values of torch.where(mask, -inf, values), and its gradient: 0 where masked)
     return values.masked_fill(mask, -math.inf)
@@ -212,36 +222,49 @@ def global_loss_batched(rows, n, settings):
         parts.append(_masked(torch.mm(rows[1::n], docs.t()), own_target))
     # (one part: itself; cat would copy the same values and pass the gradient through)
     logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
-    _check_rows_alive(logits)
-    return F.cross_entropy(logits / settings.temperature, targets)
+    loss = F.cross_entropy(logits / settings.temperature, targets)
+    _check_rows_alive_behind(loss, [logits])
+    return loss
 
 
 def global_loss_loop(groups, settings):
+    """Group by group, each row of logits a [1, M] matrix: the query and the positive are
+    the rows group[:1] and group[1:2] and each product one mm with the transposes taken
+    once, as matmul of the rows (unsqueeze, mm, squeeze) computes it, with fewer nodes. The
+    gradient has the same bits: the contributions reach docs_t and queries_t in the order
+    they reached docs.T and queries.T of each group (every node of group g runs before any
+    of group g - 1), and a query's two products sum in its slice, their sum then added to
+    the group's zeros as each alone was (a leading +0 makes signed zeros agree)."""
     docs = torch.cat([group[1:] for group in groups], dim=0)
+    docs_t = docs.t()
     if settings.include_qq:
-        queries = torch.stack([group[0] for group in groups], dim=0)
+        queries_t = torch.stack([group[0] for group in groups], dim=0).t()
         group_index = torch.arange(len(groups))
     if settings.include_dd:
         doc_index = torch.arange(docs.shape[0])
     total, target = 0, 0
+    rows = []
     mask = settings.mask_fake_negative
     for g, group in enumerate(groups):
-        qd = group[0] @ docs.T
+        query = group[:1]
+        qd = torch.mm(query, docs_t)
         if mask:  # (indexing the detached qd: no autograd node for a constant)
-            threshold = qd.detach()[target] + settings.fake_neg_margin
+            threshold = qd.detach()[0, target] + settings.fake_neg_margin
         parts = [_masked(qd, qd > threshold) if mask else qd]
         if settings.include_qq:  # (one masked_fill of both masks, as global_loss_batched)
-            qq = group[0] @ queries.T
+            qq = torch.mm(query, queries_t)
             own_query = group_index == g
             parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
         if settings.include_dd:
             own_target = doc_index == target
-            parts.append(_masked(group[1] @ docs.T, own_target))
-        row = torch.cat(parts) if len(parts) > 1 else parts[0]
-        _check_rows_alive(row.unsqueeze(0))
-        total = total - torch.log_softmax(row / settings.temperature, dim=0)[target]
+            parts.append(_masked(torch.mm(group[1:2], docs_t), own_target))
+        row = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+        rows.append(row)
+        total = total - torch.log_softmax(row / settings.temperature, dim=1)[0, target]
         target += group.shape[0] - 1
-    return total / len(groups)
+    loss = total / len(groups)
+    _check_rows_alive_behind(loss, rows)
+    return loss
 
 
 def infonce_loss(sentences, labels, settings, draws, path="trainer"):
