@@ -182,8 +182,7 @@ def local_loss_batched(s, t):
     """s: the groups stacked, [B, k+2, D]."""
     logits = torch.bmm(s.narrow(1, 0, 1), s.narrow(1, 1, s.shape[1] - 1).transpose(1, 2))
     logits = logits.squeeze(1) / t
-    target = torch.zeros(s.shape[0], dtype=torch.int64)
-    return F.cross_entropy(logits, target)
+    return F.cross_entropy(logits, _first_targets(s.shape[0]))
 
 
 def local_loss_loop(groups, t):
@@ -194,32 +193,56 @@ def local_loss_loop(groups, t):
     return total / len(groups)
 
 
+# Constants of a batch's shape, built once and shared (never written: torch reads them as
+# indices and masks).
+
+
+@functools.lru_cache(maxsize=256)
+def _first_targets(count):
+    """Target 0 (the positive, first after the query) of each of `count` groups."""
+    return torch.zeros(count, dtype=torch.int64)
+
+
 @functools.lru_cache(maxsize=256)
 def _document_rows(count, n):
     """The rows after each group's query in `count` groups of n rows (a shared constant)."""
     return torch.arange(count * n).view(count, n)[:, 1:].reshape(-1)
 
 
+@functools.lru_cache(maxsize=256)
+def _global_constants(count, n):
+    """For `count` groups of n rows: each query's target among the documents ([count]),
+    as a column ([count, 1]: gather's index), the mask of each query's own column of qq
+    and of each positive's own column of dd."""
+    block = n - 1
+    targets = torch.arange(0, count * block, block)
+    column = targets.unsqueeze(1)
+    own_query = torch.eye(count, dtype=torch.bool)
+    own_target = torch.arange(count * block) == column
+    return targets, column, own_query, own_target
+
+
 def global_loss_batched(rows, n, settings):
     """rows: the groups' rows [q, p, n...] laid end to end, [B * n, D], n = k + 2."""
-    count, block = rows.shape[0] // n, n - 1
+    count = rows.shape[0] // n
+    targets, column, own_query, own_target = _global_constants(count, n)
     queries = rows[::n]
     docs = rows.index_select(0, _document_rows(count, n))
-    targets = torch.arange(0, count * block, block)
-    qd = torch.mm(queries, docs.t())  # (what matmul of two matrices calls)
+    # One transpose for qd and dd: its two gradients sum in it, as they summed in docs (two
+    # terms: the same sum in either order).
+    docs_t = docs.t()
+    qd = torch.mm(queries, docs_t)  # (what matmul of two matrices calls)
     mask = settings.mask_fake_negative
     if mask:  # (gather on the detached qd: no autograd node for a value used as a constant)
-        threshold = qd.detach().gather(1, targets.unsqueeze(1)) + settings.fake_neg_margin
+        threshold = qd.detach().gather(1, column) + settings.fake_neg_margin
     parts = [_masked(qd, qd > threshold) if mask else qd]
     if settings.include_qq:
         # One masked_fill of both masks: the values and gradient of masking the diagonal,
         # then what is above the threshold (-inf on the diagonal is not above it).
         qq = torch.mm(queries, queries.t())
-        own_query = torch.eye(count, dtype=torch.bool)
         parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
     if settings.include_dd:  # never threshold-masked
-        own_target = torch.arange(docs.shape[0]) == targets.unsqueeze(1)
-        parts.append(_masked(torch.mm(rows[1::n], docs.t()), own_target))
+        parts.append(_masked(torch.mm(rows[1::n], docs_t), own_target))
     # (one part: itself; cat would copy the same values and pass the gradient through)
     logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
     loss = F.cross_entropy(logits / settings.temperature, targets)
