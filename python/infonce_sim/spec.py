@@ -33,10 +33,11 @@ def normalized(e, normalize):
     """Rows scaled to unit L2 norm (where `normalize`): F.normalize(e, p=2.0, dim=1,
     eps=NORMALIZE_EPS) without its expand_as. The division broadcasts the same norms and
     autograd sums their gradient back over the row as ExpandBackward would (sum_to): one
-    node fewer, the same bits."""
+    node fewer, the same bits. (The op e.norm(2.0, 1, keepdim=True) calls, without the
+    Python of Tensor.norm and torch.norm around it.)"""
     if not normalize:
         return e
-    return e / e.norm(2.0, 1, keepdim=True).clamp_min(NORMALIZE_EPS)
+    return e / torch.linalg.vector_norm(e, 2.0, 1, True).clamp_min(NORMALIZE_EPS)
 
 
 def encode(x, weight, normalize):
