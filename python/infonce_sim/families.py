@@ -352,7 +352,7 @@ def result_of(case, losses, per_rank_grads, reduce):
 def run_inprocess(runtime, adapter, case, replays_draws=True):
     """InProcessRuntime.run for these cases (see inprocess.py)."""
     from . import backend
-    from .inprocess import bind_thread, blocking_fulfil, reduce_gradients
+    from .inprocess import backward_scalars, bind_thread, blocking_fulfil, reduce_gradients
 
     from .inprocess import RandomStates
 
@@ -407,7 +407,7 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
         losses = world.run_ranks([family_rank_program(adapter, ctx, backward=defer(ctx))
                                   for ctx in contexts], threaded=False)
         for micro_roots in roots:
-            torch.autograd.backward(micro_roots)
+            backward_scalars(micro_roots)
         registry.clear()
     per_rank = [{name: p.grad for name, p in {**ctx.encoders, **ctx.direct}.items()}
                 for ctx in contexts]

@@ -170,14 +170,14 @@ def micro_step_loop(ctx, micro_loss, agree_on_failure=None, backward=None, tie=N
                     raise StepFailed("another rank failed")
             if divisor != 1:  # (x / 1 is x, bit for bit, and so is its gradient)
                 scaled = loss / divisor  # reported: the same quotient, once (no second div)
-                value = scaled.detach() if value is loss else value.detach() / divisor
+                value = scaled if value is loss else value.detach() / divisor
                 loss = scaled
             signal = loss if tie is None else loss + tie()
             if backward is not None:
                 backward(micro, signal)
             else:
                 signal.backward()
-            reported += float(value.detach())
+            reported += value.item()  # (read, not backpropagated: no detach needed)
     return reported
 
 

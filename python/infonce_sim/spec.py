@@ -33,10 +33,11 @@ def normalized(e, normalize):
     """Rows scaled to unit L2 norm (where `normalize`): F.normalize(e, p=2.0, dim=1,
     eps=NORMALIZE_EPS) without its expand_as. The division broadcasts the same norms and
     autograd sums their gradient back over the row as ExpandBackward would (sum_to): one
-    node fewer, the same bits."""
+    node fewer, the same bits. (The op e.norm(2.0, 1, keepdim=True) calls, without the
+    Python of Tensor.norm and torch.norm around it.)"""
     if not normalize:
         return e
-    return e / e.norm(2.0, 1, keepdim=True).clamp_min(NORMALIZE_EPS)
+    return e / torch.linalg.vector_norm(e, 2.0, 1, True).clamp_min(NORMALIZE_EPS)
 
 
 def encode(x, weight, normalize):
@@ -154,6 +155,16 @@ def _check_rows_alive(logits):
         raise CaseError(f"group {g}: every logit is masked")
 
 
+def _check_rows_alive_behind(loss, rows):
+    """_check_rows_alive of every logits matrix in `rows`, in order, searched only when
+    the loss is not finite: a row whose every logit is -inf has a log-softmax of nan, and
+    so has a mean over it, so a finite loss has no such row (one op, not four per matrix;
+    nothing between the logits and the loss can raise, so the same error is raised)."""
+    if not math.isfinite(loss.item()):
+        for logits in rows:
+            _check_rows_alive(logits)
+
+
 def _masked(values, mask):
     # (the values of torch.where(mask, -inf, values), and its gradient: 0 where masked)
     return values.masked_fill(mask, -math.inf)
@@ -172,8 +183,7 @@ def local_loss_batched(s, t):
     """s: the groups stacked, [B, k+2, D]."""
     logits = torch.bmm(s.narrow(1, 0, 1), s.narrow(1, 1, s.shape[1] - 1).transpose(1, 2))
     logits = logits.squeeze(1) / t
-    target = torch.zeros(s.shape[0], dtype=torch.int64)
-    return F.cross_entropy(logits, target)
+    return F.cross_entropy(logits, _first_targets(s.shape[0]))
 
 
 def local_loss_loop(groups, t):
@@ -184,64 +194,101 @@ def local_loss_loop(groups, t):
     return total / len(groups)
 
 
+# Constants of a batch's shape, built once and shared (never written: torch reads them as
+# indices and masks).
+
+
+@functools.lru_cache(maxsize=256)
+def _first_targets(count):
+    """Target 0 (the positive, first after the query) of each of `count` groups."""
+    return torch.zeros(count, dtype=torch.int64)
+
+
 @functools.lru_cache(maxsize=256)
 def _document_rows(count, n):
     """The rows after each group's query in `count` groups of n rows (a shared constant)."""
     return torch.arange(count * n).view(count, n)[:, 1:].reshape(-1)
 
 
+@functools.lru_cache(maxsize=256)
+def _global_constants(count, n):
+    """For `count` groups of n rows: each query's target among the documents ([count]),
+    as a column ([count, 1]: gather's index), the mask of each query's own column of qq
+    and of each positive's own column of dd."""
+    block = n - 1
+    targets = torch.arange(0, count * block, block)
+    column = targets.unsqueeze(1)
+    own_query = torch.eye(count, dtype=torch.bool)
+    own_target = torch.arange(count * block) == column
+    return targets, column, own_query, own_target
+
+
 def global_loss_batched(rows, n, settings):
     """rows: the groups' rows [q, p, n...] laid end to end, [B * n, D], n = k + 2."""
-    count, block = rows.shape[0] // n, n - 1
+    count = rows.shape[0] // n
+    targets, column, own_query, own_target = _global_constants(count, n)
     queries = rows[::n]
     docs = rows.index_select(0, _document_rows(count, n))
-    targets = torch.arange(0, count * block, block)
-    qd = torch.mm(queries, docs.t())  # (what matmul of two matrices calls)
+    # One transpose for qd and dd: its two gradients sum in it, as they summed in docs (two
+    # terms: the same sum in either order).
+    docs_t = docs.t()
+    qd = torch.mm(queries, docs_t)  # (what matmul of two matrices calls)
     mask = settings.mask_fake_negative
     if mask:  # (gather on the detached qd: no autograd node for a value used as a constant)
-        threshold = qd.detach().gather(1, targets.unsqueeze(1)) + settings.fake_neg_margin
+        threshold = qd.detach().gather(1, column) + settings.fake_neg_margin
     parts = [_masked(qd, qd > threshold) if mask else qd]
     if settings.include_qq:
         # One masked_fill of both masks: the values and gradient of masking the diagonal,
         # then what is above the threshold (-inf on the diagonal is not above it).
         qq = torch.mm(queries, queries.t())
-        own_query = torch.eye(count, dtype=torch.bool)
         parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
     if settings.include_dd:  # never threshold-masked
-        own_target = torch.arange(docs.shape[0]) == targets.unsqueeze(1)
-        parts.append(_masked(torch.mm(rows[1::n], docs.t()), own_target))
+        parts.append(_masked(torch.mm(rows[1::n], docs_t), own_target))
     # (one part: itself; cat would copy the same values and pass the gradient through)
     logits = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
-    _check_rows_alive(logits)
-    return F.cross_entropy(logits / settings.temperature, targets)
+    loss = F.cross_entropy(logits / settings.temperature, targets)
+    _check_rows_alive_behind(loss, [logits])
+    return loss
 
 
 def global_loss_loop(groups, settings):
+    """Group by group, each row of logits a [1, M] matrix: the query and the positive are
+    the rows group[:1] and group[1:2] and each product one mm with the transposes taken
+    once, as matmul of the rows (unsqueeze, mm, squeeze) computes it, with fewer nodes. The
+    gradient has the same bits: the contributions reach docs_t and queries_t in the order
+    they reached docs.T and queries.T of each group (every node of group g runs before any
+    of group g - 1), and a query's two products sum in its slice, their sum then added to
+    the group's zeros as each alone was (a leading +0 makes signed zeros agree)."""
     docs = torch.cat([group[1:] for group in groups], dim=0)
+    docs_t = docs.t()
     if settings.include_qq:
-        queries = torch.stack([group[0] for group in groups], dim=0)
+        queries_t = torch.stack([group[0] for group in groups], dim=0).t()
         group_index = torch.arange(len(groups))
     if settings.include_dd:
         doc_index = torch.arange(docs.shape[0])
     total, target = 0, 0
+    rows = []
     mask = settings.mask_fake_negative
     for g, group in enumerate(groups):
-        qd = group[0] @ docs.T
+        query = group[:1]
+        qd = torch.mm(query, docs_t)
         if mask:  # (indexing the detached qd: no autograd node for a constant)
-            threshold = qd.detach()[target] + settings.fake_neg_margin
+            threshold = qd.detach()[0, target] + settings.fake_neg_margin
         parts = [_masked(qd, qd > threshold) if mask else qd]
         if settings.include_qq:  # (one masked_fill of both masks, as global_loss_batched)
-            qq = group[0] @ queries.T
+            qq = torch.mm(query, queries_t)
             own_query = group_index == g
             parts.append(_masked(qq, own_query | (qq > threshold) if mask else own_query))
         if settings.include_dd:
             own_target = doc_index == target
-            parts.append(_masked(group[1] @ docs.T, own_target))
-        row = torch.cat(parts) if len(parts) > 1 else parts[0]
-        _check_rows_alive(row.unsqueeze(0))
-        total = total - torch.log_softmax(row / settings.temperature, dim=0)[target]
+            parts.append(_masked(torch.mm(group[1:2], docs_t), own_target))
+        row = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+        rows.append(row)
+        total = total - torch.log_softmax(row / settings.temperature, dim=1)[0, target]
         target += group.shape[0] - 1
-    return total / len(groups)
+    loss = total / len(groups)
+    _check_rows_alive_behind(loss, rows)
+    return loss
 
 
 def infonce_loss(sentences, labels, settings, draws, path="trainer"):
