@@ -10,6 +10,7 @@
 #include "prediction/strategy_prediction.hpp"
 #include "properties/campaign.hpp"
 #include "properties/clip_case.hpp"
+#include "properties/embedding_norm.hpp"
 #include "properties/ntxent_case.hpp"
 #include "properties/ntxent_scales.hpp"
 #include "properties/oracle_agrees.hpp"
@@ -46,7 +47,7 @@ double softmax_cancellation_scale(const Case& c) {
       queries += static_cast<std::int64_t>(shard.negative_counts.size());
       for (Eigen::Index r = 0; r < shard.features.rows(); ++r) {
         const double norm = (c.weight * shard.features.row(r).transpose()).norm();
-        max_norm = std::max(max_norm, c.encoder_normalize ? std::min(norm, 1.0) : norm);
+        max_norm = std::max(max_norm, encoder_row_factor(norm, c.encoder_normalize));
         feature_abs_sum += shard.features.row(r).transpose().array().abs();
       }
     }
@@ -69,7 +70,7 @@ double softmax_cancellation_scale_direct(const Case& c) {
       rows += shard.features.rows();
       for (Eigen::Index r = 0; r < shard.features.rows(); ++r) {
         const double norm = (c.weight * shard.features.row(r).transpose()).norm();
-        max_norm = std::max(max_norm, c.encoder_normalize ? std::min(norm, 1.0) : norm);
+        max_norm = std::max(max_norm, embedding_norm(norm, c.encoder_normalize));
       }
     }
   }
@@ -92,6 +93,7 @@ ClipScales clip_cancellation_scales(const Case& c) {
   const ClipSettings& clip = *c.clip;
   const Eigen::Index image = clip.image_features;
   double max_norm = 0;
+  double max_embedding = 0;  // as the logits see it (embedding_norm)
   double feature_abs_sum = 0;
   std::int64_t pairs = 0;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
@@ -102,9 +104,10 @@ ClipScales clip_cancellation_scales(const Case& c) {
             (c.weight.leftCols(image) * shard.image.row(r).transpose()).norm();
         const double text_norm =
             (c.weight.rightCols(c.weight.cols() - image) * shard.text.row(r).transpose()).norm();
-        max_norm =
-            std::max({max_norm, clip.image_normalize ? std::min(image_norm, 1.0) : image_norm,
-                      clip.text_normalize ? std::min(text_norm, 1.0) : text_norm});
+        max_norm = std::max({max_norm, encoder_row_factor(image_norm, clip.image_normalize),
+                             encoder_row_factor(text_norm, clip.text_normalize)});
+        max_embedding = std::max({max_embedding, embedding_norm(image_norm, clip.image_normalize),
+                                  embedding_norm(text_norm, clip.text_normalize)});
       }
       feature_abs_sum =
           std::max({feature_abs_sum, shard.image.cwiseAbs().colwise().sum().maxCoeff(),
@@ -115,7 +118,7 @@ ClipScales clip_cancellation_scales(const Case& c) {
   ClipScales out;
   if (pairs == 0) return out;
   out.encoders = 4.0 * factor * max_norm * feature_abs_sum * c.mesh.dp / static_cast<double>(pairs);
-  out.log_scale = 4.0 * factor * max_norm * max_norm;
+  out.log_scale = 4.0 * factor * max_embedding * max_embedding;
   out.bias = 4.0;
   return out;
 }
@@ -252,7 +255,7 @@ double largest_logit(const Case& c) {
     for (const loss::ShardBatch& shard : c.batches[static_cast<std::size_t>(m)]) {
       for (Eigen::Index r = 0; r < shard.features.rows(); ++r) {
         const double norm = (c.weight * shard.features.row(r).transpose()).norm();
-        max_norm = std::max(max_norm, c.encoder_normalize ? std::min(norm, 1.0) : norm);
+        max_norm = std::max(max_norm, embedding_norm(norm, c.encoder_normalize));
       }
     }
   }
@@ -606,7 +609,10 @@ bool replicas_agree(const Case& c, const std::vector<double>& grad,
   for (const double value : a.direct_scale) scale = std::max(scale, value);
   double cancellation = a.encoder_cancellation;
   for (const double value : a.direct_cancellation) cancellation = std::max(cancellation, value);
-  const double bound = a.tolerance.atol + 16.0 * (a.tolerance.rtol * scale + cancellation);
+  // Each replica's sums repeat every term R times: rounding grows with R
+  // (R = 55 and 64 broke the bound without it in the 1,000,000-case grid).
+  const double bound =
+      a.tolerance.atol + 16.0 * replica_terms(c) * (a.tolerance.rtol * scale + cancellation);
   for (std::size_t i = 0; i < grad.size(); ++i) {
     if (!(std::abs(grad[i] - first[i]) <= bound)) return false;
   }
