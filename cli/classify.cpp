@@ -85,6 +85,10 @@ int run_classify(const CommandContext& context) {
       cases.push_back(std::move(c));
     }
   }
+  if (supports.siglip_family && supports.declares("family")) {
+    for (auto& c : properties::designed_siglip_cases(inside, &outside))
+      cases.push_back(std::move(c));
+  }
   const properties::Classification result =
       properties::classify_step(cases, [&](const Case& c, const step::ReferenceValues& reference) {
         return properties::run_on_sut(session, c, reference);

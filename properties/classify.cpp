@@ -7,6 +7,7 @@
 #include "properties/clip_case.hpp"
 #include "properties/ntxent_case.hpp"
 #include "properties/point_comparison.hpp"
+#include "properties/siglip_case.hpp"
 #include "step/run_case.hpp"
 
 namespace infonce::properties {
@@ -143,17 +144,25 @@ std::vector<DesignedCase> designed_cases(const StepSupports& supports, bool info
   return out;
 }
 
-std::vector<DesignedCase> designed_ntxent_cases(const StepSupports& supports,
-                                                bool learnable_temperature,
-                                                std::vector<std::string>* outside) {
+namespace {
+
+// The designs that gather, as cases of a two-view or two-tower family built
+// by `build` (NT-Xent, SigLIP); `temperature_designs`: the designs with a
+// learnable temperature too (a family whose direct parameters are always
+// there has no use for them).
+std::vector<DesignedCase> designed_pair_family_cases(std::string_view family,
+                                                     Case (*build)(const CaseSpec&),
+                                                     bool temperature_designs,
+                                                     const StepSupports& supports,
+                                                     std::vector<std::string>* outside) {
   std::vector<DesignedCase> out;
   for (const Reduction reduction : {Reduction::mean, Reduction::sum}) {
     for (const Design& d : designs()) {
-      if (!d.use_batch || (d.learnable_temperature && !learnable_temperature)) continue;
-      Case c = build_ntxent_case(spec_of(d, reduction));
+      if (!d.use_batch || (d.learnable_temperature && !temperature_designs)) continue;
+      Case c = build(spec_of(d, reduction));
       c.learnable_temperature = d.learnable_temperature;
       const std::string name =
-          std::string("ntxent ") + d.name + ", " + std::string(step::name_of(reduction));
+          std::string(family) + " " + d.name + ", " + std::string(step::name_of(reduction));
       if (const std::optional<std::string> why = supports(c)) {
         if (outside != nullptr) outside->push_back(name + ": " + *why);
         continue;
@@ -164,6 +173,20 @@ std::vector<DesignedCase> designed_ntxent_cases(const StepSupports& supports,
   return out;
 }
 
+}  // namespace
+
+std::vector<DesignedCase> designed_ntxent_cases(const StepSupports& supports,
+                                                bool learnable_temperature,
+                                                std::vector<std::string>* outside) {
+  return designed_pair_family_cases("ntxent", build_ntxent_case, learnable_temperature, supports,
+                                    outside);
+}
+
+std::vector<DesignedCase> designed_siglip_cases(const StepSupports& supports,
+                                                std::vector<std::string>* outside) {
+  return designed_pair_family_cases("siglip", build_siglip_case, false, supports, outside);
+}
+
 std::vector<step::Strategy> Classification::matching() const {
   std::vector<step::Strategy> out;
   for (const PointClassification& p : points) {
@@ -172,8 +195,7 @@ std::vector<step::Strategy> Classification::matching() const {
   return out;
 }
 
-Classification classify_step(const std::vector<DesignedCase>& cases,
-                             const StepRunner& run_step) {
+Classification classify_step(const std::vector<DesignedCase>& cases, const StepRunner& run_step) {
   Classification out;
   const auto all = step::all_strategies();
   for (std::size_t i = 0; i < all.size(); ++i) out.points[i].point = all[i];

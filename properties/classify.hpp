@@ -38,12 +38,16 @@ std::vector<DesignedCase> designed_cases(const StepSupports& supports, bool info
 std::vector<DesignedCase> designed_ntxent_cases(const StepSupports& supports,
                                                 bool learnable_temperature,
                                                 std::vector<std::string>* outside = nullptr);
+// The same designs on the SigLIP family (SPEC section 15; every design that
+// gathers; its log scale and bias are always parameters).
+std::vector<DesignedCase> designed_siglip_cases(const StepSupports& supports,
+                                                std::vector<std::string>* outside = nullptr);
 
 struct PointClassification {
   step::Strategy point;
-  std::int64_t judged = 0;     // cases of its reduction the step ran
-  bool matches = false;        // judged > 0 and none differed
-  std::string ruled_out_by;    // the first case that differed, and how (one line)
+  std::int64_t judged = 0;   // cases of its reduction the step ran
+  bool matches = false;      // judged > 0 and none differed
+  std::string ruled_out_by;  // the first case that differed, and how (one line)
   // Every case's gradients (both parameter groups) were the point's; what
   // differed is only the reported loss (a loss scaled or computed apart from
   // the gradient's, e.g. W x the point's).
@@ -51,9 +55,9 @@ struct PointClassification {
 };
 
 struct Classification {
-  std::vector<std::string> ran;       // the designed cases the step ran
-  std::vector<std::string> declined;  // "case: reason"
-  std::vector<std::string> failed;    // "case: the step's failure"
+  std::vector<std::string> ran;                               // the designed cases the step ran
+  std::vector<std::string> declined;                          // "case: reason"
+  std::vector<std::string> failed;                            // "case: the step's failure"
   std::array<PointClassification, step::kPointCount> points;  // all_strategies() order
   std::vector<step::Strategy> matching() const;
 };

@@ -5,8 +5,8 @@
 // adapter's stand-in).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -41,9 +41,12 @@ double loss_shift(const Strategy& point, const step::StepShape& shape) {
 
 std::vector<std::pair<step::Verdict, double>> predictions(const Strategy& point) {
   std::vector<std::pair<step::Verdict, double>> out;
-  for (const step::StepShape shape : {step::StepShape{2, 2, true, true}, {2, 4, true, true},
-                                      {2, 2, false, true}, {4, 4, false, true},
-                                      {1, 2, true, true}, {2, 2, true, false}}) {
+  for (const step::StepShape shape : {step::StepShape{2, 2, true, true},
+                                      {2, 4, true, true},
+                                      {2, 2, false, true},
+                                      {4, 4, false, true},
+                                      {1, 2, true, true},
+                                      {2, 2, true, false}}) {
     for (const auto group : {step::ParameterGroup::encoders, step::ParameterGroup::direct}) {
       const step::Prediction p = step::predict(point, group, shape);
       out.emplace_back(p.verdict, p.verdict == step::Verdict::no_single_ratio ? 0.0 : p.ratio);
@@ -109,8 +112,8 @@ TEST(Classify, AStepNeedingEqualDocumentsGetsTheDesignsWithOneNegativePerQuery) 
     return std::nullopt;
   };
   std::vector<std::string> outside;
-  const std::vector<DesignedCase> cases = designed_cases(equal_documents, true, false, false,
-                                                         &outside);
+  const std::vector<DesignedCase> cases =
+      designed_cases(equal_documents, true, false, false, &outside);
   EXPECT_TRUE(outside.empty()) << outside.front();
   std::int32_t adapted = 0;
   for (const DesignedCase& d : cases) {
@@ -118,9 +121,8 @@ TEST(Classify, AStepNeedingEqualDocumentsGetsTheDesignsWithOneNegativePerQuery) 
     EXPECT_FALSE(equal_documents(d.c).has_value()) << d.name;
   }
   EXPECT_GT(adapted, 0);
-  EXPECT_EQ(cases.size(), designed_cases([](const Case&) { return std::nullopt; }, true, false,
-                                         false)
-                              .size());
+  EXPECT_EQ(cases.size(),
+            designed_cases([](const Case&) { return std::nullopt; }, true, false, false).size());
 }
 
 }  // namespace
@@ -191,6 +193,28 @@ TEST(Classify, AnNtXentStepAtOnePointMatchesItAndOnlyPointsPredictedAlike) {
   const auto every_case = [](const Case&) { return std::optional<std::string>(); };
   const std::vector<DesignedCase> cases = designed_ntxent_cases(every_case, true);
   ASSERT_GE(cases.size(), 12u);
+  for (const Strategy& runs : step::all_strategies()) {
+    SCOPED_TRACE(step::name_of(runs));
+    const Classification result = classify_step(cases, rank_program_at(runs));
+    EXPECT_TRUE(result.failed.empty()) << result.failed.front();
+    const std::vector<Strategy> matching = result.matching();
+    EXPECT_NE(std::find(matching.begin(), matching.end(), runs), matching.end());
+    for (const Strategy& other : matching) {
+      EXPECT_EQ(ntxent_predictions(other), ntxent_predictions(runs))
+          << step::name_of(other) << " matched too";
+    }
+  }
+}
+
+// classify on the SigLIP family, as on NT-Xent: a step at one point matches
+// it and only points predicted alike on every designed shape (a SigLIP row
+// meets its own replica copies under a world gather, as an NT-Xent row does;
+// open_clip's SigLipLoss: autograd/local).
+TEST(Classify, ASigLipStepAtOnePointMatchesItAndOnlyPointsPredictedAlike) {
+  const auto every_case = [](const Case&) { return std::optional<std::string>(); };
+  const std::vector<DesignedCase> cases = designed_siglip_cases(every_case);
+  ASSERT_GE(cases.size(), 6u);
+  for (const DesignedCase& d : cases) ASSERT_TRUE(d.c.siglip.has_value()) << d.name;
   for (const Strategy& runs : step::all_strategies()) {
     SCOPED_TRACE(step::name_of(runs));
     const Classification result = classify_step(cases, rank_program_at(runs));
