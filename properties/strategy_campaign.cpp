@@ -806,6 +806,7 @@ void tally_strategy_case(std::int64_t index, const Case& c, const StrategyCaseRe
         const std::string text = spec == nullptr ? ""
                                  : c.clip        ? "clip " + describe_clip(*spec)
                                  : c.ntxent      ? "ntxent " + describe_ntxent(*spec)
+                                 : c.siglip      ? "siglip " + describe_siglip(*spec)
                                                  : describe(*spec);
         cell.first_mismatch = "case " + std::to_string(index) + " (" + text + "): " + r.detail;
       }
