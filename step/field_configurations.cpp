@@ -85,6 +85,12 @@ const std::array kConfigurations = {
                        point(kDetached, kLocal, kScale1), kLogitScale, false},
     FieldConfiguration{17, "NVIDIA/Megatron-LM", "ICT biencoder pretraining (loss x DP size)",
                        "pretrain_ict.py @ 097fa65b", point(kOwnLive, kGlobal, kScaleP), "", true},
+    // SigLIP (SPEC section 15): the texts travel the ring (or are reduced or
+    // gathered) with autograd; each rank's loss over its own images.
+    FieldConfiguration{18, "mlfoundations/open_clip",
+                       "SigLipLoss, dist_impl bidir (default), shift, reduce or gather",
+                       "src/open_clip/loss.py (installed open-clip-torch 3.3.0, SigLipLoss)",
+                       point(kAutograd, kLocal, kScale1), "log scale and bias", false},
 };
 
 }  // namespace

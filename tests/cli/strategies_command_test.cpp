@@ -115,7 +115,7 @@ TEST(StrategiesCommand, JsonHasEveryCellInAStableOrderWithItsReproduceCommand) {
   EXPECT_EQ(doc["dp"], 3);
   EXPECT_EQ(doc["world"], 6);
   ASSERT_EQ(doc["matrix"].size(), 36u);
-  ASSERT_EQ(doc["field"].size(), 17u);
+  ASSERT_EQ(doc["field"].size(), 18u);
   const ordered_json& first = doc["matrix"][0];
   EXPECT_EQ(first["strategy"], "detached-own-live/global/scale-1/mean");
   const ordered_json& encoders = first["cells"]["encoders"];
