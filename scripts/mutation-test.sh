@@ -13,9 +13,10 @@
 #   - `check --strategies all --profile ci` (every strategy point and both
 #     loss families, the CLIP family and learnable temperatures included) with
 #     the oracle judging every case's reference, and with --oracle off;
-#   - `check --strategies all --family ntxent --cases 1000` (the NT-Xent
-#     family, which neither campaign above draws: every point, learnable
-#     temperatures) with the oracle on every reference, and with --oracle off.
+#   - for each of the families neither campaign above draws (NT-Xent and
+#     SigLIP): `check --strategies all --family F --cases 1000` (every point;
+#     learnable temperatures, or SigLIP's log scale and bias) with the oracle
+#     on every reference, and with --oracle off.
 # Prints one markdown table row per patch: caught or not, cases until caught,
 # the properties the shrunk case fails (the first is the one the campaign
 # reports) and its size, and what each strategy campaign found. Exit status 1
@@ -24,8 +25,8 @@
 #
 # Environment: MUTATION_DIR (default build/mutation; the copy is MUTATION_DIR/tree), MUTATION_CASES (default:
 # the ci profile's budget), JOBS (campaign threads, default 2), MUTATION_STRATEGIES=0 (skip
-# the two strategy campaigns), MUTATION_NTXENT=0 (skip the two NT-Xent ones),
-# MUTATION_NTXENT_CASES (default 1000).
+# the two strategy campaigns), MUTATION_FAMILIES (default "ntxent siglip"; "" skips their
+# campaigns), MUTATION_FAMILY_CASES (default 1000).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -140,20 +141,48 @@ run_strategies() {
   fi
 }
 
-ntxent_options=(--family ntxent --cases "${MUTATION_NTXENT_CASES:-1000}")
+# The families the two campaigns above do not draw, each run alone at every point.
+read -r -a families <<<"${MUTATION_FAMILIES-ntxent siglip}"
+declare -A family_title=([ntxent]=NT-Xent [siglip]=SigLIP)
+for family in "${families[@]}"; do
+  [[ -n "${family_title[$family]:-}" ]] ||
+    { echo "mutation-test: MUTATION_FAMILIES: unknown family '$family' (ntxent, siglip)" >&2; exit 2; }
+done
+
+# family_cells NAME: sets cells (" on | off |" for each family: its strategy campaign, oracle
+# on and off) and family_caught (yes when some family's campaign caught it with the oracle on).
+family_cells() {
+  local name=$1 family caught count first off_caught off_count options
+  cells="" family_caught=no
+  for family in "${families[@]}"; do
+    options=(--family "$family" --cases "${MUTATION_FAMILY_CASES:-1000}")
+    IFS='|' read -r caught count first <<<"$(run_strategies "$name" every "$family" "${options[@]}")"
+    IFS='|' read -r off_caught off_count _ <<<"$(run_strategies "$name" off "$family" "${options[@]}")"
+    [[ "$caught" == yes ]] && family_caught=yes && caught="yes ($count cases; $first)"
+    [[ "$off_caught" == yes ]] && off_caught="yes ($off_count cases)"
+    cells+=" $caught | $off_caught |"
+  done
+}
+
 escaped=0
-echo "| patch | ci, oracle on: caught | cases until caught | properties | shrunk W/P/groups | ci, oracle off: caught | cases until caught | properties | strategies, oracle on | strategies, oracle off | NT-Xent strategies, oracle on | NT-Xent strategies, oracle off |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+header="| patch | ci, oracle on: caught | cases until caught | properties | shrunk W/P/groups | ci, oracle off: caught | cases until caught | properties | strategies, oracle on | strategies, oracle off |"
+rule="|---|---|---|---|---|---|---|---|---|---|"
+for family in "${families[@]}"; do
+  header+=" ${family_title[$family]} strategies, oracle on | ${family_title[$family]} strategies, oracle off |"
+  rule+="---|---|"
+done
+echo "$header"
+echo "$rule"
 for p in "${patches[@]}"; do
   name=$(basename "$p" .patch)
   restore_sources
   if ! patch -p1 --fuzz=2 --silent -d "$tree" <"$p" >"$work/$name.patch.log" 2>&1; then
-    echo "| $name | does not apply (see $work/$name.patch.log) | | | | | | | | | | |"
+    echo "| $name | does not apply (see $work/$name.patch.log) |"
     escaped=1
     continue
   fi
   if ! cmake --build "$build" --target infonce-sim >"$work/$name.build.log" 2>&1; then
-    echo "| $name | does not build (see $work/$name.build.log) | | | | | | | | | | |"
+    echo "| $name | does not build (see $work/$name.build.log) |"
     escaped=1
     continue
   fi
@@ -164,25 +193,16 @@ for p in "${patches[@]}"; do
     IFS='|' read -r s_on_caught s_on_count s_on_first <<<"$(run_strategies "$name" every)"
     IFS='|' read -r s_off_caught s_off_count _ <<<"$(run_strategies "$name" off)"
   fi
-  n_on_caught=skipped n_off_caught=skipped
-  if [[ "${MUTATION_NTXENT:-1}" == 1 ]]; then
-    IFS='|' read -r n_on_caught n_on_count n_on_first \
-      <<<"$(run_strategies "$name" every ntxent "${ntxent_options[@]}")"
-    IFS='|' read -r n_off_caught n_off_count _ \
-      <<<"$(run_strategies "$name" off ntxent "${ntxent_options[@]}")"
-  fi
-  [[ "$on_caught" == yes || "$s_on_caught" == yes || "$n_on_caught" == yes ]] || escaped=1
+  family_cells "$name"
+  # Caught with the oracle on by some campaign: the ci one, the strategy one, or a family's.
+  [[ "$on_caught" == yes || "$s_on_caught" == yes || "$family_caught" == yes ]] || escaped=1
   [[ "$on_caught" == yes ]] || on_cases="(ran $on_cases)"
   [[ "$off_caught" == yes ]] || off_cases="(ran $off_cases)"
   s_on="$s_on_caught"
   [[ "$s_on_caught" == yes ]] && s_on="yes ($s_on_count cases; $s_on_first)"
   s_off="$s_off_caught"
   [[ "$s_off_caught" == yes ]] && s_off="yes ($s_off_count cases)"
-  n_on="$n_on_caught"
-  [[ "$n_on_caught" == yes ]] && n_on="yes ($n_on_count cases; $n_on_first)"
-  n_off="$n_off_caught"
-  [[ "$n_off_caught" == yes ]] && n_off="yes ($n_off_count cases)"
-  echo "| $name | $on_caught | $on_cases | $on_property | $on_shrunk | $off_caught | $off_cases | $off_property | $s_on | $s_off | $n_on | $n_off |"
+  echo "| $name | $on_caught | $on_cases | $on_property | $on_shrunk | $off_caught | $off_cases | $off_property | $s_on | $s_off |$cells"
 done
 restore_sources
 exit $escaped
