@@ -63,6 +63,7 @@ void add_row(const Direction& direction, Eigen::Index r, Real scale, std::option
     add_term(out.log_scale, d_logit * scale * similarity,
              d_logit_bound * scale * std::abs(similarity));
     if (bias) add_term(out.bias, d_logit, d_logit_bound);
+    out.logit_gradient_bound += d_logit_bound;
   }
 }
 

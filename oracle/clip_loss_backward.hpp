@@ -16,6 +16,7 @@ struct ClipLossAndGradient {
   RealRows grad_image_bound, grad_text_bound;  // their terms, softmax and onehot apart
   ScalarGradient log_scale, bias;
   Real max_abs_logit = 0;
+  Real logit_gradient_bound = 0;  // sum over the logits of (softmax + onehot) / (2N)
 };
 
 // With z = c a_i . b_j + bias (c = exp(log_scale)) in both directions, and

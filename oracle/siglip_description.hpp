@@ -34,6 +34,10 @@ struct SigLipResult {
   Real grad_log_scale_bound = 0, grad_bias_bound = 0;
   Real max_abs_logit = 0;           // over every logit, bias included
   Real max_encoding_condition = 1;  // encoder.hpp's, over both towers' rows
+  Real max_logit_magnitude = 0;     // logit_magnitude.hpp's, over every micro-step
+  // The sum over every logit of the bound on |d loss / d z| (1 / N each, as
+  // the micro-steps weight them): what a rounding of each z moves the loss by.
+  Real logit_gradient_bound = 0;
 };
 
 }  // namespace infonce::oracle

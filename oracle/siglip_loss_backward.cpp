@@ -50,6 +50,7 @@ SigLipLossAndGradient siglip_batch_loss_backward(const RealRows& image, const Re
       out.grad_text_bound.row(j) += weight * scale * image.row(i).cwiseAbs();
       add_term(out.log_scale, d_logit * scale * similarity, weight * scale * std::abs(similarity));
       add_term(out.bias, d_logit, weight);
+      out.logit_gradient_bound += weight;
     }
   }
   return out;

@@ -14,6 +14,7 @@ struct SigLipLossAndGradient {
   RealRows grad_image_bound, grad_text_bound;  // their terms with |d loss / d z| at 1 / N
   ScalarGradient log_scale, bias;
   Real max_abs_logit = 0;
+  Real logit_gradient_bound = 0;  // sum over the logits of 1 / N (|d loss / d z| at most)
 };
 
 // With z = c a_i . b_j + bias (c = exp(log_scale)) and t = y z:

@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "oracle/encoder_backward.hpp"
+#include "oracle/logit_magnitude.hpp"
 #include "oracle/siglip_loss_backward.hpp"
 
 namespace infonce::oracle {
@@ -96,6 +97,13 @@ void add_micro_step(const SigLipDescription& description, const ClipBatch& batch
       siglip_batch_loss_backward(image, text, description.log_scale, description.bias);
   result.loss += weight * loss.loss;
   result.max_abs_logit = std::max(result.max_abs_logit, loss.max_abs_logit);
+  result.logit_gradient_bound += std::abs(weight) * loss.logit_gradient_bound;
+  result.max_logit_magnitude = std::max(
+      result.max_logit_magnitude,
+      max_logit_magnitude(
+          encoding_magnitude(description.image_weight, batch.image, description.image_normalize),
+          encoding_magnitude(description.text_weight, batch.text, description.text_normalize),
+          std::exp(description.log_scale), description.bias));
   result.max_encoding_condition = std::max(
       {result.max_encoding_condition, encoding_condition(description.image_weight, batch.image),
        encoding_condition(description.text_weight, batch.text)});

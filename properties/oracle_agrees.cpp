@@ -26,6 +26,21 @@ double encoding_direction_error(const Case& c, const OracleValues& oracle) {
   return c.feature_dim() * unit_roundoff_of(c) * oracle.max_encoding_condition;
 }
 
+// How far the code under test's rounding can move a CLIP or SigLIP logit
+// z = c a . b + bias (0 for the other families: max_logit_magnitude is 0):
+// W x rounds each embedding entry by up to F u |W| |x| (F: both towers'
+// features together), each normalisation (a D-term norm, its square root, a
+// division) by about (D / 2 + 2) u of it, the D-term dot product by D u of
+// sum_k |a_k| |b_k|, and exp(log_scale), the product, the bias and the sum
+// by u each: in all at most (F + 2 D + 8) u of c sum_k m_k n_k + |bias|
+// (oracle::max_logit_magnitude). This is not a multiple of |z|: a dot
+// product of large, nearly orthogonal rows, or a bias that cancels c a . b,
+// leaves |z| small and its rounding as large as its terms.
+double logit_rounding(const Case& c, const OracleValues& oracle) {
+  const double terms = static_cast<double>(c.feature_dim() + 2 * c.embedding_dim() + 8);
+  return terms * unit_roundoff_of(c) * oracle.max_logit_magnitude;
+}
+
 // The campaign's tolerance (SPEC section 6, scaled by the summands), plus
 // what the oracle's extra precision exposes: the code under test rounds each
 // logit z, which moves the loss by about u |z| and the gradient by about
@@ -38,8 +53,11 @@ double encoding_direction_error(const Case& c, const OracleValues& oracle) {
 // direction off by up to delta (encoding_direction_error); each logit then
 // moves by at most 2 delta (|s| / T + 1 / T) and the gradient by a few delta
 // of its scale. For typical features delta is far below rtol.
+// CLIP and SigLIP add what rounds with the size of a logit's terms rather
+// than with |z| (logit_rounding), and sums over all N^2 pairs (summation).
 struct OracleTolerance {
   double loss_atol;
+  double loss_summation;  // relative: the loss's sum of nonnegative terms
   double rtol;
   double atol;
   double grad_scale;
@@ -47,10 +65,19 @@ struct OracleTolerance {
 
   OracleTolerance(const Case& c, const OracleValues& oracle) {
     const step::Tolerance t = step::tolerance_for(c.scalar);
-    const double conditioning = 32 * unit_roundoff_of(c) * (1 + oracle.max_abs_logit);
+    const double u = unit_roundoff_of(c);
+    const double logit = logit_rounding(c, oracle);
+    const double conditioning = 32 * u * (1 + oracle.max_abs_logit) + logit;
     const double direction = encoding_direction_error(c, oracle);
-    loss_atol =
-        t.atol + conditioning + 4 * direction * (oracle.max_abs_logit + oracle.logit_factor);
+    // Each logit's rounding moves the loss by |d loss / d z| times it: at
+    // most logit_gradient_bound in all (N for SigLIP, whose N^2 terms weigh
+    // 1 / N each; 1 where the oracle does not count it).
+    loss_atol = t.atol + conditioning + logit * std::max(0.0, oracle.logit_gradient_bound - 1) +
+                4 * direction * (oracle.max_abs_logit + oracle.logit_factor);
+    // Any order of adding n nonnegative terms rounds by at most n u of their
+    // sum, which is the loss (every CLIP row's cross-entropy and every SigLIP
+    // softplus is >= 0, and so is every micro-step's weight).
+    loss_summation = oracle.loss_terms * u;
     rtol = t.rtol;
     atol = t.atol;
     grad_scale = std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
@@ -58,8 +85,15 @@ struct OracleTolerance {
     const std::vector<double>& direct = oracle.values.direct_grad;
     for (std::size_t i = 0; i < direct.size(); ++i) {
       const double scale = std::max(std::abs(direct[i]), oracle.values.direct_magnitude[i]);
-      direct_allowance.push_back(atol + rtol * scale + conditioning * oracle.direct_bound[i] +
-                                 4 * direction * scale);
+      // A direct gradient adds direct_terms terms: at most that many u of
+      // the sum of their sizes (direct_magnitude) apart in any order.
+      double allowance = atol + rtol * scale + conditioning * oracle.direct_bound[i] +
+                         4 * direction * scale + oracle.direct_terms * u * scale;
+      // The log scale's terms (CLIP's and SigLIP's first direct parameter)
+      // are d loss / d z times c a . b = z - bias, itself rounded by up to
+      // logit_rounding: at most that times the sum of |d loss / d z|.
+      if (i == 0) allowance += logit * oracle.logit_gradient_bound;
+      direct_allowance.push_back(allowance);
     }
   }
   // Per direct parameter, what a value may differ from the oracle's by.
@@ -68,6 +102,7 @@ struct OracleTolerance {
   OracleTolerance doubled() const {
     OracleTolerance t = *this;
     t.loss_atol = 2 * loss_atol;
+    t.loss_summation = 2 * loss_summation;
     t.rtol = 2 * rtol;
     t.atol = 2 * atol;
     t.rounding = 2 * rounding;
@@ -98,11 +133,13 @@ struct OracleTolerance {
   }
   bool loss_close(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle;
-    return std::abs(value - oracle) <= loss_atol + (rtol + loss_atol) * std::abs(oracle);
+    return std::abs(value - oracle) <=
+           loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle);
   }
   double loss_fraction(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle ? 0 : INFINITY;
-    return std::abs(value - oracle) / (loss_atol + (rtol + loss_atol) * std::abs(oracle));
+    return std::abs(value - oracle) /
+           (loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle));
   }
   double grad_fraction(const Matrix<double>& grad, const Matrix<double>& oracle) const {
     const double error = max_abs(grad - oracle);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "oracle/clip_objective.hpp"
 #include "oracle/ntxent_objective.hpp"
@@ -166,6 +167,21 @@ Matrix<double> side_by_side(const oracle::RealRows& image, const oracle::RealRow
   return out;
 }
 
+// The pairs of the largest micro-step that runs.
+template <class Batch>
+double largest_micro_step(const std::vector<std::vector<Batch>>& batches,
+                          std::int32_t micro_steps) {
+  double largest = 0;
+  for (std::int32_t m = 0; m < micro_steps; ++m) {
+    double pairs = 0;
+    for (const Batch& shard : batches[static_cast<std::size_t>(m)]) {
+      pairs += static_cast<double>(shard.image.rows());
+    }
+    largest = std::max(largest, pairs);
+  }
+  return largest;
+}
+
 OracleValues siglip_oracle_values(const Case& c) {
   const oracle::SigLipResult r = oracle::evaluate_siglip(oracle_siglip_description(c));
   OracleValues out;
@@ -174,6 +190,11 @@ OracleValues siglip_oracle_values(const Case& c) {
   out.min_mask_gap = INFINITY;  // no mask
   out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
   out.logit_factor = std::exp(c.siglip->log_scale);
+  out.max_logit_magnitude = static_cast<double>(r.max_logit_magnitude);
+  out.logit_gradient_bound = static_cast<double>(r.logit_gradient_bound);
+  const double pairs = largest_micro_step(c.siglip->batches, c.micro_steps_run());
+  out.loss_terms = pairs * pairs + c.micro_steps_run();
+  out.direct_terms = out.loss_terms;
   step::ReferenceValues& values = out.values;
   values.loss = static_cast<double>(r.loss);
   values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
@@ -195,6 +216,11 @@ OracleValues clip_oracle_values(const Case& c) {
   out.min_mask_gap = INFINITY;  // no mask
   out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
   out.logit_factor = std::exp(c.clip->log_logit_scale);
+  out.max_logit_magnitude = static_cast<double>(r.max_logit_magnitude);
+  out.logit_gradient_bound = static_cast<double>(r.logit_gradient_bound);
+  const double pairs = largest_micro_step(c.clip->batches, c.micro_steps_run());
+  out.loss_terms = 2 * pairs + c.micro_steps_run();
+  out.direct_terms = 2 * pairs * pairs + c.micro_steps_run();
   step::ReferenceValues& values = out.values;
   values.loss = static_cast<double>(r.loss);
   values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);

@@ -36,6 +36,17 @@ struct OracleValues {
   // The factor a similarity is multiplied by in a logit: 1/T, or CLIP's
   // exp(log_logit_scale), or SigLIP's exp(log_scale).
   double logit_factor = 1;
+  // CLIP and SigLIP (0 elsewhere): oracle::max_logit_magnitude, the scale of
+  // a logit's rounding; the sum over the logits of the bound on
+  // |d loss / d z|, what the logits' rounding moves the loss by.
+  double max_logit_magnitude = 0;
+  double logit_gradient_bound = 0;
+  // CLIP and SigLIP (0 elsewhere): how many nonnegative terms the loss adds
+  // up (SigLIP: N^2 per micro-step; CLIP: 2N rows), and how many a direct
+  // parameter's gradient does (SigLIP N^2, CLIP 2N^2), in the largest
+  // micro-step, plus one per micro-step.
+  double loss_terms = 0;
+  double direct_terms = 0;
 };
 
 // The oracle's objective of `c`. Throws InputError where the oracle finds no

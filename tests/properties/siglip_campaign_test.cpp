@@ -4,6 +4,7 @@
 // pair's copies as negatives), the oracle judging every reference.
 #include <gtest/gtest.h>
 
+#include "properties/siglip_case.hpp"
 #include "properties/strategy_campaign.hpp"
 #include "step/strategy.hpp"
 
@@ -35,6 +36,30 @@ TEST(SigLipCampaign, EveryStrategyCellBehavesAsPredicted) {
     }
   }
   EXPECT_GT(counterexamples, 0);  // dropped terms, unequal local batches, replica copies
+}
+
+// A SigLIP cell's first mismatch names the case in SigLIP's terms (pairs=,
+// bias_shifted=), not InfoNCE's (negatives=, qq=): the 1,000,000-case grid's
+// report (docs/strategy-grid-1m.txt) had InfoNCE's for its SigLIP cells.
+TEST(SigLipCampaign, AFirstMismatchIsDescribedAsSigLip) {
+  StrategyCampaignOptions options;
+  options.families = FamilyChoice::siglip;
+  CaseSpec spec;
+  const Case c =
+      strategy_case(1, 867437, options.limits, parse_strategy_choice("autograd/local/scale-P/sum"),
+                    &spec, &options);
+  ASSERT_TRUE(c.siglip.has_value());
+  StrategyCaseResult mismatch;
+  mismatch.strategy = *c.strategy;
+  mismatch.observation = StrategyObservation::mismatch;
+  mismatch.detail = "a mismatch made up for the report";
+  StrategyCampaignResult result;
+  tally_strategy_case(867437, c, mismatch, result, &spec);
+  const std::string& line = result.siglip_cells[strategy_index(*c.strategy)].first_mismatch;
+  EXPECT_EQ(line, "case 867437 (siglip " + describe_siglip(spec) + "): " + mismatch.detail);
+  EXPECT_NE(line.find(" pairs=[[1],[1]] "), std::string::npos) << line;
+  EXPECT_EQ(line.find("negatives="), std::string::npos) << line;
+  EXPECT_EQ(line.find(" qq="), std::string::npos) << line;
 }
 
 }  // namespace
