@@ -359,7 +359,7 @@ void check_clip(const Case& c) {
     }
     for (std::size_t d = 0; d < clip.batches[m].size(); ++d) {
       const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
-      const ClipShardBatch& shard = clip.batches[m][d];
+      const TowerPairBatch& shard = clip.batches[m][d];
       check_at_least(path + ".image", shard.image.rows(), 1);
       check_at_most(path + ".image", shard.image.rows(), CaseLimits::kMaxGroupsPerShard);
       if (shard.text.rows() != shard.image.rows()) {
@@ -377,7 +377,7 @@ void check_clip(const Case& c) {
     }
     // The logits of one micro-step: (rows of the union)^2, twice.
     std::int64_t rows = 0;
-    for (const ClipShardBatch& shard : clip.batches[m]) rows += shard.image.rows();
+    for (const TowerPairBatch& shard : clip.batches[m]) rows += shard.image.rows();
     check_at_most(micro_path, 2 * rows * rows, CaseLimits::kMaxLogits);
   }
   check_at_most("clip.batches", numbers, CaseLimits::kMaxNumbers);
@@ -466,7 +466,7 @@ void check_siglip(const Case& c) {
     std::int64_t rows = 0;
     for (std::size_t d = 0; d < siglip.batches[m].size(); ++d) {
       const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
-      const SigLipShardBatch& shard = siglip.batches[m][d];
+      const TowerPairBatch& shard = siglip.batches[m][d];
       check_at_least(path + ".image", shard.image.rows(), 1);
       check_at_most(path + ".image", shard.image.rows(), CaseLimits::kMaxGroupsPerShard);
       if (shard.text.rows() != shard.image.rows()) {

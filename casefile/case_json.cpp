@@ -616,7 +616,7 @@ void read_clip(const Json& value, Case& c) {
     for (std::size_t d = 0; d < batches[m].size(); ++d) {
       const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
       const ObjectReader shard(batches[m][d], path, {"image", "text"});
-      ClipShardBatch batch;
+      TowerPairBatch batch;
       batch.image = read_rows(shard.required("image"), shard.path("image"),
                               static_cast<std::size_t>(image.cols()), numbers_in_case);
       batch.text = read_rows(shard.required("text"), shard.path("text"),
@@ -694,7 +694,7 @@ void read_siglip(const Json& value, Case& c) {
     for (std::size_t d = 0; d < batches[m].size(); ++d) {
       const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
       const ObjectReader shard(batches[m][d], path, {"image", "text"});
-      SigLipShardBatch batch;
+      TowerPairBatch batch;
       batch.image =
           read_rows(shard.required("image"), shard.path("image"), image_columns, numbers_in_case);
       batch.text =
@@ -848,7 +848,7 @@ OrderedJson clip_json(const Case& c) {
   OrderedJson batches = OrderedJson::array();
   for (const auto& micro : clip.batches) {
     OrderedJson shards = OrderedJson::array();
-    for (const ClipShardBatch& shard : micro) {
+    for (const TowerPairBatch& shard : micro) {
       shards.push_back({{"image", matrix_json(shard.image)}, {"text", matrix_json(shard.text)}});
     }
     batches.push_back(std::move(shards));
@@ -888,7 +888,7 @@ OrderedJson siglip_json(const Case& c) {
   OrderedJson batches = OrderedJson::array();
   for (const auto& micro : siglip.batches) {
     OrderedJson shards = OrderedJson::array();
-    for (const SigLipShardBatch& shard : micro) {
+    for (const TowerPairBatch& shard : micro) {
       shards.push_back({{"image", matrix_json(shard.image)}, {"text", matrix_json(shard.text)}});
     }
     batches.push_back(std::move(shards));

@@ -23,7 +23,7 @@ Case build_clip_case(const CaseSpec& spec) {
     auto& shards = clip.batches.emplace_back();
     for (const auto& groups : micro) {
       const auto pairs = static_cast<std::int64_t>(std::max<std::size_t>(groups.size(), 1));
-      ClipShardBatch shard{normal_matrix(rng, pairs, features),
+      TowerPairBatch shard{normal_matrix(rng, pairs, features),
                            normal_matrix(rng, pairs, features)};
       apply_pair_style(rng, spec.features, shard.image);
       apply_pair_style(rng, spec.features, shard.text);

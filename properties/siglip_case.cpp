@@ -30,8 +30,8 @@ Case build_siglip_case(const CaseSpec& spec) {
     auto& shards = siglip.batches.emplace_back();
     for (const auto& groups : micro) {
       const auto pairs = static_cast<std::int64_t>(std::max<std::size_t>(groups.size(), 1));
-      SigLipShardBatch shard{normal_matrix(rng, pairs, features),
-                             normal_matrix(rng, pairs, features)};
+      TowerPairBatch shard{normal_matrix(rng, pairs, features),
+                           normal_matrix(rng, pairs, features)};
       apply_pair_style(rng, spec.features, shard.image);
       apply_pair_style(rng, spec.features, shard.text);
       shards.push_back(std::move(shard));

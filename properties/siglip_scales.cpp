@@ -18,7 +18,7 @@ SigLipScales siglip_cancellation_scales(const Case& c) {
   std::int64_t largest_micro_step = 0;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     std::int64_t pairs = 0;
-    for (const SigLipShardBatch& shard : siglip.batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : siglip.batches[static_cast<std::size_t>(m)]) {
       pairs += shard.image.rows();
       for (Eigen::Index r = 0; r < shard.image.rows(); ++r) {
         const double image_norm =

@@ -97,7 +97,7 @@ ClipScales clip_cancellation_scales(const Case& c) {
   double feature_abs_sum = 0;
   std::int64_t pairs = 0;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
-    for (const ClipShardBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
       pairs += shard.image.rows();
       for (Eigen::Index r = 0; r < shard.image.rows(); ++r) {
         const double image_norm =
@@ -340,7 +340,7 @@ step::StepShape step_shape(const Case& c) {
   shape.use_batch = c.loss.use_batch;
   if (c.clip) {
     for (const auto& shards : c.clip->batches) {
-      for (const ClipShardBatch& shard : shards) {
+      for (const TowerPairBatch& shard : shards) {
         shape.equal_batches =
             shape.equal_batches && shard.image.rows() == shards.front().image.rows();
       }
@@ -364,7 +364,7 @@ step::StepShape step_shape(const Case& c) {
     // texts, each a negative: the copies are not a pure repetition.
     shape.copies_interact = true;
     for (const auto& shards : c.siglip->batches) {
-      for (const SigLipShardBatch& shard : shards) {
+      for (const TowerPairBatch& shard : shards) {
         shape.equal_batches =
             shape.equal_batches && shard.image.rows() == shards.front().image.rows();
       }

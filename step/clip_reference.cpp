@@ -7,13 +7,13 @@ namespace infonce::step {
 namespace {
 
 // Every shard's rows of micro-step `micro`, stacked in shard order.
-Matrix<double> union_rows(const std::vector<ClipShardBatch>& shards, bool image) {
+Matrix<double> union_rows(const std::vector<TowerPairBatch>& shards, bool image) {
   Eigen::Index rows = 0;
-  for (const ClipShardBatch& shard : shards) rows += shard.image.rows();
+  for (const TowerPairBatch& shard : shards) rows += shard.image.rows();
   const Eigen::Index cols = image ? shards.front().image.cols() : shards.front().text.cols();
   Matrix<double> out(rows, cols);
   Eigen::Index next = 0;
-  for (const ClipShardBatch& shard : shards) {
+  for (const TowerPairBatch& shard : shards) {
     out.middleRows(next, shard.image.rows()) = image ? shard.image : shard.text;
     next += shard.image.rows();
   }

@@ -17,6 +17,6 @@ namespace infonce::step {
 ReferenceValues compute_siglip_reference(const Case& c);
 
 // Every shard's image (or text) rows, stacked in shard order.
-Matrix<double> siglip_union_rows(const std::vector<SigLipShardBatch>& shards, bool image);
+Matrix<double> siglip_union_rows(const std::vector<TowerPairBatch>& shards, bool image);
 
 }  // namespace infonce::step
