@@ -2,23 +2,10 @@
 
 #include "base/assert.hpp"
 #include "loss/clip.hpp"
+#include "step/tower_pair_rows.hpp"
 
 namespace infonce::step {
 namespace {
-
-// Every shard's rows of micro-step `micro`, stacked in shard order.
-Matrix<double> union_rows(const std::vector<TowerPairBatch>& shards, bool image) {
-  Eigen::Index rows = 0;
-  for (const TowerPairBatch& shard : shards) rows += shard.image.rows();
-  const Eigen::Index cols = image ? shards.front().image.cols() : shards.front().text.cols();
-  Matrix<double> out(rows, cols);
-  Eigen::Index next = 0;
-  for (const TowerPairBatch& shard : shards) {
-    out.middleRows(next, shard.image.rows()) = image ? shard.image : shard.text;
-    next += shard.image.rows();
-  }
-  return out;
-}
 
 template <class Scalar>
 ReferenceValues clip_reference_in(const Case& c) {
@@ -39,8 +26,9 @@ ReferenceValues clip_reference_in(const Case& c) {
   out.direct_magnitude.assign(direct, 0.0);
   for (std::int32_t m = 0; m < micro_steps; ++m) {
     const auto& shards = clip.batches[static_cast<std::size_t>(m)];
-    const loss::ClipFullBatchResult<Scalar> step = loss::clip_full_batch<Scalar>(
-        towers, union_rows(shards, true), union_rows(shards, false), parameters);
+    const loss::ClipFullBatchResult<Scalar> step =
+        loss::clip_full_batch<Scalar>(towers, tower_pair_union_rows(shards, true),
+                                      tower_pair_union_rows(shards, false), parameters);
     // Each micro-step in Scalar; their sum in double.
     out.loss += static_cast<double>(static_cast<Scalar>(micro_scale) * step.loss);
     Matrix<double> grad(c.weight.rows(), c.weight.cols());

@@ -2,22 +2,9 @@
 
 #include "base/assert.hpp"
 #include "loss/siglip.hpp"
+#include "step/tower_pair_rows.hpp"
 
 namespace infonce::step {
-
-Matrix<double> siglip_union_rows(const std::vector<TowerPairBatch>& shards, bool image) {
-  INFONCE_ASSERT(!shards.empty());
-  Eigen::Index rows = 0;
-  for (const TowerPairBatch& shard : shards) rows += shard.image.rows();
-  const Eigen::Index cols = image ? shards.front().image.cols() : shards.front().text.cols();
-  Matrix<double> out(rows, cols);
-  Eigen::Index next = 0;
-  for (const TowerPairBatch& shard : shards) {
-    out.middleRows(next, shard.image.rows()) = image ? shard.image : shard.text;
-    next += shard.image.rows();
-  }
-  return out;
-}
 
 namespace {
 
@@ -40,8 +27,9 @@ ReferenceValues siglip_reference_in(const Case& c) {
   out.direct_magnitude.assign(2, 0.0);
   for (std::int32_t m = 0; m < micro_steps; ++m) {
     const auto& shards = siglip.batches[static_cast<std::size_t>(m)];
-    const loss::SigLipFullBatchResult<Scalar> step = loss::siglip_full_batch<Scalar>(
-        towers, siglip_union_rows(shards, true), siglip_union_rows(shards, false), parameters);
+    const loss::SigLipFullBatchResult<Scalar> step =
+        loss::siglip_full_batch<Scalar>(towers, tower_pair_union_rows(shards, true),
+                                        tower_pair_union_rows(shards, false), parameters);
     // Each micro-step in Scalar; their sum in double.
     out.loss += static_cast<double>(static_cast<Scalar>(micro_scale) * step.loss);
     Matrix<double> grad(c.weight.rows(), c.weight.cols());
