@@ -1,12 +1,11 @@
 #include "oracle/siglip_objective.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "base/error.hpp"
-#include "oracle/encoder_backward.hpp"
 #include "oracle/siglip_loss_backward.hpp"
+#include "oracle/tower_pair_objective.hpp"
 
 namespace infonce::oracle {
 namespace {
@@ -66,54 +65,6 @@ ClipBatch checked_union(const SigLipDescription& description,
   return batch;
 }
 
-void add_scalar(const ScalarGradient& gradient, Real weight, Real& value, Real& magnitude,
-                Real& bound) {
-  value += weight * gradient.value;
-  magnitude += std::abs(weight) * gradient.magnitude;
-  bound += std::abs(weight) * gradient.bound;
-}
-
-SigLipResult zero_result(const SigLipDescription& description) {
-  SigLipResult result;
-  const RealRows& image = description.image_weight;
-  const RealRows& text = description.text_weight;
-  result.grad_image_weight = RealRows::Zero(image.rows(), image.cols());
-  result.grad_image_magnitude = result.grad_image_weight;
-  result.grad_image_bound = result.grad_image_weight;
-  result.grad_text_weight = RealRows::Zero(text.rows(), text.cols());
-  result.grad_text_magnitude = result.grad_text_weight;
-  result.grad_text_bound = result.grad_text_weight;
-  return result;
-}
-
-void add_micro_step(const SigLipDescription& description, const ClipBatch& batch, Real weight,
-                    SigLipResult& result) {
-  const RealRows image =
-      encode<Real>(description.image_weight, batch.image, description.image_normalize);
-  const RealRows text =
-      encode<Real>(description.text_weight, batch.text, description.text_normalize);
-  const SigLipLossAndGradient loss =
-      siglip_batch_loss_backward(image, text, description.log_scale, description.bias);
-  result.loss += weight * loss.loss;
-  result.max_abs_logit = std::max(result.max_abs_logit, loss.max_abs_logit);
-  result.max_encoding_condition = std::max(
-      {result.max_encoding_condition, encoding_condition(description.image_weight, batch.image),
-       encoding_condition(description.text_weight, batch.text)});
-  add_scalar(loss.log_scale, weight, result.grad_log_scale, result.grad_log_scale_magnitude,
-             result.grad_log_scale_bound);
-  add_scalar(loss.bias, weight, result.grad_bias, result.grad_bias_magnitude,
-             result.grad_bias_bound);
-  add_encoder_backward(description.image_weight, batch.image, description.image_normalize,
-                       loss.grad_image, weight, result.grad_image_weight,
-                       result.grad_image_magnitude);
-  add_encoder_backward_bound(description.image_weight, batch.image, description.image_normalize,
-                             loss.grad_image_bound, weight, result.grad_image_bound);
-  add_encoder_backward(description.text_weight, batch.text, description.text_normalize,
-                       loss.grad_text, weight, result.grad_text_weight, result.grad_text_magnitude);
-  add_encoder_backward_bound(description.text_weight, batch.text, description.text_normalize,
-                             loss.grad_text_bound, weight, result.grad_text_bound);
-}
-
 }  // namespace
 
 std::vector<ClipBatch> siglip_batches(const SigLipDescription& description) {
@@ -130,8 +81,13 @@ std::vector<ClipBatch> siglip_batches(const SigLipDescription& description) {
 SigLipResult evaluate_siglip(const SigLipDescription& description) {
   const std::vector<ClipBatch> batches = siglip_batches(description);
   const Real weight = siglip_micro_step_weight(description);
-  SigLipResult result = zero_result(description);
-  for (const ClipBatch& batch : batches) add_micro_step(description, batch, weight, result);
+  const auto loss_backward = [&description](const RealRows& image, const RealRows& text) {
+    return siglip_batch_loss_backward(image, text, description.log_scale, description.bias);
+  };
+  auto result = zero_tower_pair_result<SigLipResult>(description);
+  for (const ClipBatch& batch : batches) {
+    add_tower_pair_micro_step(description, batch, weight, loss_backward, result);
+  }
   return result;
 }
 
