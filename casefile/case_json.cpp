@@ -999,15 +999,10 @@ void append_laid_out(std::string& out, const OrderedJson& value, std::size_t ind
   out += ']';
 }
 
-// The keys of a CLIP-family case ("family": "clip"): no InfoNCE settings,
-// encoder, generators or batches.
-Case parse_clip_case(const ObjectReader& root) {
-  for (const std::string_view key :
-       {"loss", "encoder", "rng", "batches", "padding_draws", "learnable_temperature", "siglip"}) {
-    if (root.optional(key) != nullptr) {
-      fail(key, "is an InfoNCE key; a case with \"family\": \"clip\" has none");
-    }
-  }
+// The run settings a family's case file (CLIP, SigLIP, NT-Xent) holds as an
+// InfoNCE case does: mesh, reduction, gather, compensate, accumulation,
+// dtype and strategy.
+Case read_family_run_settings(const ObjectReader& root) {
   Case c;
   c.mesh = read_mesh(root.required("mesh"));
   c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
@@ -1018,11 +1013,30 @@ Case parse_clip_case(const ObjectReader& root) {
     c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
   }
   if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
-  read_clip(root.required("clip"), c);
+  return c;
+}
+
+// A family's case after its own keys: the optional expect and found, then
+// the case's invariants.
+Case finish_family_case(const ObjectReader& root, Case c) {
   if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
   if (const Json* found = given(root, "found")) read_found(*found, c);
   validate_case(c);
   return c;
+}
+
+// The keys of a CLIP-family case ("family": "clip"): no InfoNCE settings,
+// encoder, generators or batches.
+Case parse_clip_case(const ObjectReader& root) {
+  for (const std::string_view key :
+       {"loss", "encoder", "rng", "batches", "padding_draws", "learnable_temperature", "siglip"}) {
+    if (root.optional(key) != nullptr) {
+      fail(key, "is an InfoNCE key; a case with \"family\": \"clip\" has none");
+    }
+  }
+  Case c = read_family_run_settings(root);
+  read_clip(root.required("clip"), c);
+  return finish_family_case(root, std::move(c));
 }
 
 // The keys of an NT-Xent case ("family": "ntxent"): no InfoNCE settings,
@@ -1034,24 +1048,12 @@ Case parse_ntxent_case(const ObjectReader& root) {
       fail(key, "is not a key of a case with \"family\": \"ntxent\"");
     }
   }
-  Case c;
-  c.mesh = read_mesh(root.required("mesh"));
-  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
-  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
-  c.compensate = read_bool(root.required("compensate"), "compensate");
-  read_accumulation(root.required("accumulation"), c);
-  if (const Json* dtype = given(root, "dtype")) {
-    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
-  }
-  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  Case c = read_family_run_settings(root);
   if (const Json* learnable = given(root, "learnable_temperature")) {
     c.learnable_temperature = read_bool(*learnable, "learnable_temperature");
   }
   read_ntxent(root.required("ntxent"), c);
-  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
-  if (const Json* found = given(root, "found")) read_found(*found, c);
-  validate_case(c);
-  return c;
+  return finish_family_case(root, std::move(c));
 }
 
 // The keys of a SigLIP case ("family": "siglip"): the towers' weight under
@@ -1063,23 +1065,11 @@ Case parse_siglip_case(const ObjectReader& root) {
       fail(key, "is not a key of a case with \"family\": \"siglip\"");
     }
   }
-  Case c;
-  c.mesh = read_mesh(root.required("mesh"));
-  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
-  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
-  c.compensate = read_bool(root.required("compensate"), "compensate");
-  read_accumulation(root.required("accumulation"), c);
-  if (const Json* dtype = given(root, "dtype")) {
-    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
-  }
-  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  Case c = read_family_run_settings(root);
   const ObjectReader encoder(root.required("encoder"), "encoder", {"weight"});
   c.weight = read_encoder_weight(encoder.required("weight"));
   read_siglip(root.required("siglip"), c);
-  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
-  if (const Json* found = given(root, "found")) read_found(*found, c);
-  validate_case(c);
-  return c;
+  return finish_family_case(root, std::move(c));
 }
 
 }  // namespace
