@@ -325,6 +325,50 @@ void check_expect_direct(const Case& c) {
   for (const double value : c.expect->direct) check_finite("expect.direct", value);
 }
 
+// A two-tower family's batches (casefile/tower_pair_batch.hpp) at `key`:
+// one list of DP shards per micro-step, each shard's pairs split at
+// `image_features` columns, within the limits; a micro-step's logits are
+// `logit_matrices` squares of its pair count.
+void check_tower_pair_batches(const Case& c, const std::string& key,
+                              const std::vector<std::vector<TowerPairBatch>>& batches,
+                              std::int64_t image_features, std::int64_t logit_matrices) {
+  if (batches.size() != static_cast<std::size_t>(c.accumulation_steps)) {
+    fail(key, "has " + number_text(static_cast<std::int64_t>(batches.size())) +
+                  " micro-steps, accumulation.steps is " + number_text(c.accumulation_steps));
+  }
+  const std::int64_t text_features = c.feature_dim() - image_features;
+  std::int64_t numbers = 0;
+  for (std::size_t m = 0; m < batches.size(); ++m) {
+    const std::string micro_path = index_path(key, static_cast<std::int64_t>(m));
+    if (batches[m].size() != static_cast<std::size_t>(c.mesh.dp)) {
+      fail(micro_path, "has " + number_text(static_cast<std::int64_t>(batches[m].size())) +
+                           " DP shards, mesh.dp is " + number_text(c.mesh.dp));
+    }
+    std::int64_t rows = 0;
+    for (std::size_t d = 0; d < batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const TowerPairBatch& shard = batches[m][d];
+      check_at_least(path + ".image", shard.image.rows(), 1);
+      check_at_most(path + ".image", shard.image.rows(), CaseLimits::kMaxGroupsPerShard);
+      if (shard.text.rows() != shard.image.rows()) {
+        fail(path + ".text", "has " + number_text(shard.text.rows()) + " rows, .image has " +
+                                 number_text(shard.image.rows()) + " (one pair per row)");
+      }
+      if (shard.image.cols() != image_features || shard.text.cols() != text_features) {
+        fail(path, "rows of " + number_text(shard.image.cols()) + " and " +
+                       number_text(shard.text.cols()) + " numbers, the towers take " +
+                       number_text(image_features) + " and " + number_text(text_features));
+      }
+      check_finite_rows(path + ".image", shard.image);
+      check_finite_rows(path + ".text", shard.text);
+      numbers += shard.image.size() + shard.text.size();
+      rows += shard.image.rows();
+    }
+    check_at_most(micro_path, logit_matrices * rows * rows, CaseLimits::kMaxLogits);
+  }
+  check_at_most(key, numbers, CaseLimits::kMaxNumbers);
+}
+
 // The CLIP family's invariants (casefile/clip_case.hpp), in place of the
 // InfoNCE batches and settings a CLIP case does not have.
 void check_clip(const Case& c) {
@@ -343,44 +387,8 @@ void check_clip(const Case& c) {
   if (c.padding_draws) fail("padding_draws", "is an InfoNCE key, not CLIP's");
   if (!c.batches.empty()) fail("batches", "is an InfoNCE key, not CLIP's (clip.batches)");
   if (!c.loss.use_batch) fail("clip", "the CLIP family always gathers (use_batch)");
-  if (clip.batches.size() != static_cast<std::size_t>(c.accumulation_steps)) {
-    fail("clip.batches", "has " + number_text(static_cast<std::int64_t>(clip.batches.size())) +
-                             " micro-steps, accumulation.steps is " +
-                             number_text(c.accumulation_steps));
-  }
-  const std::int64_t image_features = clip.image_features;
-  const std::int64_t text_features = c.feature_dim() - image_features;
-  std::int64_t numbers = 0;
-  for (std::size_t m = 0; m < clip.batches.size(); ++m) {
-    const std::string micro_path = index_path("clip.batches", static_cast<std::int64_t>(m));
-    if (clip.batches[m].size() != static_cast<std::size_t>(c.mesh.dp)) {
-      fail(micro_path, "has " + number_text(static_cast<std::int64_t>(clip.batches[m].size())) +
-                           " DP shards, mesh.dp is " + number_text(c.mesh.dp));
-    }
-    for (std::size_t d = 0; d < clip.batches[m].size(); ++d) {
-      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
-      const ClipShardBatch& shard = clip.batches[m][d];
-      check_at_least(path + ".image", shard.image.rows(), 1);
-      check_at_most(path + ".image", shard.image.rows(), CaseLimits::kMaxGroupsPerShard);
-      if (shard.text.rows() != shard.image.rows()) {
-        fail(path + ".text", "has " + number_text(shard.text.rows()) + " rows, .image has " +
-                                 number_text(shard.image.rows()) + " (one pair per row)");
-      }
-      if (shard.image.cols() != image_features || shard.text.cols() != text_features) {
-        fail(path, "rows of " + number_text(shard.image.cols()) + " and " +
-                       number_text(shard.text.cols()) + " numbers, the towers take " +
-                       number_text(image_features) + " and " + number_text(text_features));
-      }
-      check_finite_rows(path + ".image", shard.image);
-      check_finite_rows(path + ".text", shard.text);
-      numbers += shard.image.size() + shard.text.size();
-    }
-    // The logits of one micro-step: (rows of the union)^2, twice.
-    std::int64_t rows = 0;
-    for (const ClipShardBatch& shard : clip.batches[m]) rows += shard.image.rows();
-    check_at_most(micro_path, 2 * rows * rows, CaseLimits::kMaxLogits);
-  }
-  check_at_most("clip.batches", numbers, CaseLimits::kMaxNumbers);
+  // CLIP's logits of one micro-step: (rows of the union)^2, twice.
+  check_tower_pair_batches(c, "clip.batches", clip.batches, clip.image_features, 2);
 }
 
 // The NT-Xent family's invariants (casefile/ntxent_case.hpp).
@@ -449,43 +457,8 @@ void check_siglip(const Case& c) {
   if (c.accumulation_window) fail("accumulation.window", "is not supported for SigLIP cases");
   if (c.padding_draws) fail("padding_draws", "is an InfoNCE key, not SigLIP's");
   if (!c.batches.empty()) fail("batches", "is an InfoNCE key, not SigLIP's (siglip.batches)");
-  if (siglip.batches.size() != static_cast<std::size_t>(c.accumulation_steps)) {
-    fail("siglip.batches", "has " + number_text(static_cast<std::int64_t>(siglip.batches.size())) +
-                               " micro-steps, accumulation.steps is " +
-                               number_text(c.accumulation_steps));
-  }
-  const std::int64_t image_features = siglip.image_features;
-  const std::int64_t text_features = c.feature_dim() - image_features;
-  std::int64_t numbers = 0;
-  for (std::size_t m = 0; m < siglip.batches.size(); ++m) {
-    const std::string micro_path = index_path("siglip.batches", static_cast<std::int64_t>(m));
-    if (siglip.batches[m].size() != static_cast<std::size_t>(c.mesh.dp)) {
-      fail(micro_path, "has " + number_text(static_cast<std::int64_t>(siglip.batches[m].size())) +
-                           " DP shards, mesh.dp is " + number_text(c.mesh.dp));
-    }
-    std::int64_t rows = 0;
-    for (std::size_t d = 0; d < siglip.batches[m].size(); ++d) {
-      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
-      const SigLipShardBatch& shard = siglip.batches[m][d];
-      check_at_least(path + ".image", shard.image.rows(), 1);
-      check_at_most(path + ".image", shard.image.rows(), CaseLimits::kMaxGroupsPerShard);
-      if (shard.text.rows() != shard.image.rows()) {
-        fail(path + ".text", "has " + number_text(shard.text.rows()) + " rows, .image has " +
-                                 number_text(shard.image.rows()) + " (one pair per row)");
-      }
-      if (shard.image.cols() != image_features || shard.text.cols() != text_features) {
-        fail(path, "rows of " + number_text(shard.image.cols()) + " and " +
-                       number_text(shard.text.cols()) + " numbers, the towers take " +
-                       number_text(image_features) + " and " + number_text(text_features));
-      }
-      check_finite_rows(path + ".image", shard.image);
-      check_finite_rows(path + ".text", shard.text);
-      numbers += shard.image.size() + shard.text.size();
-      rows += shard.image.rows();
-    }
-    check_at_most(micro_path, rows * rows, CaseLimits::kMaxLogits);  // the N x N logits
-  }
-  check_at_most("siglip.batches", numbers, CaseLimits::kMaxNumbers);
+  // SigLIP's logits of one micro-step: the N x N of the union's rows.
+  check_tower_pair_batches(c, "siglip.batches", siglip.batches, siglip.image_features, 1);
 }
 
 }  // namespace case_checks

@@ -582,6 +582,38 @@ Matrix<double> read_rows(const Json& value, const std::string& path, std::size_t
   return read_matrix(value, path, value.size(), columns);
 }
 
+// A family's "batches" (CLIP, SigLIP, NT-Xent): one list of DP shards per
+// micro-step, each shard an object of two row lists, `keys` (image and text,
+// or an NT-Xent sample's two views), of `first_columns` and `second_columns`
+// numbers a row. Batch is the two-matrix shard type, in `keys` order.
+template <typename Batch>
+std::vector<std::vector<Batch>> read_row_pair_batches(const ObjectReader& family, const Case& c,
+                                                      const std::array<std::string_view, 2>& keys,
+                                                      std::size_t first_columns,
+                                                      std::size_t second_columns) {
+  const Json& batches = family.required("batches");
+  read_array_of(batches, family.path("batches"), static_cast<std::size_t>(c.accumulation_steps),
+                "micro-steps (accumulation.steps)");
+  std::int64_t numbers_in_case = 0;
+  std::vector<std::vector<Batch>> result;
+  for (std::size_t m = 0; m < batches.size(); ++m) {
+    const std::string micro_path = index_path(family.path("batches"), static_cast<std::int64_t>(m));
+    read_array_of(batches[m], micro_path, static_cast<std::size_t>(c.mesh.dp),
+                  "DP shards (mesh.dp)");
+    auto& shards = result.emplace_back();
+    for (std::size_t d = 0; d < batches[m].size(); ++d) {
+      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
+      const ObjectReader shard(batches[m][d], path, {keys[0], keys[1]});
+      Matrix<double> first =
+          read_rows(shard.required(keys[0]), shard.path(keys[0]), first_columns, numbers_in_case);
+      Matrix<double> second =
+          read_rows(shard.required(keys[1]), shard.path(keys[1]), second_columns, numbers_in_case);
+      shards.push_back(Batch{std::move(first), std::move(second)});
+    }
+  }
+  return result;
+}
+
 // The "clip" object of a CLIP-family case: towers, direct parameters, batches.
 void read_clip(const Json& value, Case& c) {
   const ObjectReader clip(
@@ -604,26 +636,9 @@ void read_clip(const Json& value, Case& c) {
   if (const Json* bias = clip.optional("logit_bias"); bias != nullptr && !bias->is_null()) {
     settings.logit_bias = read_double(*bias, clip.path("logit_bias"));
   }
-  const Json& batches = clip.required("batches");
-  read_array_of(batches, clip.path("batches"), static_cast<std::size_t>(c.accumulation_steps),
-                "micro-steps (accumulation.steps)");
-  std::int64_t numbers_in_case = 0;
-  for (std::size_t m = 0; m < batches.size(); ++m) {
-    const std::string micro_path = index_path(clip.path("batches"), static_cast<std::int64_t>(m));
-    read_array_of(batches[m], micro_path, static_cast<std::size_t>(c.mesh.dp),
-                  "DP shards (mesh.dp)");
-    auto& shards = settings.batches.emplace_back();
-    for (std::size_t d = 0; d < batches[m].size(); ++d) {
-      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
-      const ObjectReader shard(batches[m][d], path, {"image", "text"});
-      ClipShardBatch batch;
-      batch.image = read_rows(shard.required("image"), shard.path("image"),
-                              static_cast<std::size_t>(image.cols()), numbers_in_case);
-      batch.text = read_rows(shard.required("text"), shard.path("text"),
-                             static_cast<std::size_t>(text.cols()), numbers_in_case);
-      shards.push_back(std::move(batch));
-    }
-  }
+  settings.batches = read_row_pair_batches<TowerPairBatch>(clip, c, {"image", "text"},
+                                                           static_cast<std::size_t>(image.cols()),
+                                                           static_cast<std::size_t>(text.cols()));
   c.clip = std::move(settings);
 }
 
@@ -634,27 +649,9 @@ void read_ntxent(const Json& value, Case& c) {
   NtXentSettings settings;
   c.weight = read_tower(ntxent.required("encoder"), ntxent.path("encoder"), settings.normalize);
   settings.temperature = read_double(ntxent.required("temperature"), ntxent.path("temperature"));
-  const Json& batches = ntxent.required("batches");
-  read_array_of(batches, ntxent.path("batches"), static_cast<std::size_t>(c.accumulation_steps),
-                "micro-steps (accumulation.steps)");
-  std::int64_t numbers_in_case = 0;
   const auto columns = static_cast<std::size_t>(c.weight.cols());
-  for (std::size_t m = 0; m < batches.size(); ++m) {
-    const std::string micro_path = index_path(ntxent.path("batches"), static_cast<std::int64_t>(m));
-    read_array_of(batches[m], micro_path, static_cast<std::size_t>(c.mesh.dp),
-                  "DP shards (mesh.dp)");
-    auto& shards = settings.batches.emplace_back();
-    for (std::size_t d = 0; d < batches[m].size(); ++d) {
-      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
-      const ObjectReader shard(batches[m][d], path, {"first", "second"});
-      NtXentShardBatch batch;
-      batch.first =
-          read_rows(shard.required("first"), shard.path("first"), columns, numbers_in_case);
-      batch.second =
-          read_rows(shard.required("second"), shard.path("second"), columns, numbers_in_case);
-      shards.push_back(std::move(batch));
-    }
-  }
+  settings.batches =
+      read_row_pair_batches<NtXentShardBatch>(ntxent, c, {"first", "second"}, columns, columns);
   c.ntxent = std::move(settings);
 }
 
@@ -680,28 +677,10 @@ void read_siglip(const Json& value, Case& c) {
       read_bool(siglip.required("text_normalize"), siglip.path("text_normalize"));
   settings.log_scale = read_double(siglip.required("log_scale"), siglip.path("log_scale"));
   settings.bias = read_double(siglip.required("bias"), siglip.path("bias"));
-  const Json& batches = siglip.required("batches");
-  read_array_of(batches, siglip.path("batches"), static_cast<std::size_t>(c.accumulation_steps),
-                "micro-steps (accumulation.steps)");
   const auto image_columns = static_cast<std::size_t>(settings.image_features);
   const auto text_columns = static_cast<std::size_t>(c.weight.cols()) - image_columns;
-  std::int64_t numbers_in_case = 0;
-  for (std::size_t m = 0; m < batches.size(); ++m) {
-    const std::string micro_path = index_path(siglip.path("batches"), static_cast<std::int64_t>(m));
-    read_array_of(batches[m], micro_path, static_cast<std::size_t>(c.mesh.dp),
-                  "DP shards (mesh.dp)");
-    auto& shards = settings.batches.emplace_back();
-    for (std::size_t d = 0; d < batches[m].size(); ++d) {
-      const std::string path = index_path(micro_path, static_cast<std::int64_t>(d));
-      const ObjectReader shard(batches[m][d], path, {"image", "text"});
-      SigLipShardBatch batch;
-      batch.image =
-          read_rows(shard.required("image"), shard.path("image"), image_columns, numbers_in_case);
-      batch.text =
-          read_rows(shard.required("text"), shard.path("text"), text_columns, numbers_in_case);
-      shards.push_back(std::move(batch));
-    }
-  }
+  settings.batches = read_row_pair_batches<TowerPairBatch>(siglip, c, {"image", "text"},
+                                                           image_columns, text_columns);
   c.siglip = std::move(settings);
 }
 
@@ -848,7 +827,7 @@ OrderedJson clip_json(const Case& c) {
   OrderedJson batches = OrderedJson::array();
   for (const auto& micro : clip.batches) {
     OrderedJson shards = OrderedJson::array();
-    for (const ClipShardBatch& shard : micro) {
+    for (const TowerPairBatch& shard : micro) {
       shards.push_back({{"image", matrix_json(shard.image)}, {"text", matrix_json(shard.text)}});
     }
     batches.push_back(std::move(shards));
@@ -888,7 +867,7 @@ OrderedJson siglip_json(const Case& c) {
   OrderedJson batches = OrderedJson::array();
   for (const auto& micro : siglip.batches) {
     OrderedJson shards = OrderedJson::array();
-    for (const SigLipShardBatch& shard : micro) {
+    for (const TowerPairBatch& shard : micro) {
       shards.push_back({{"image", matrix_json(shard.image)}, {"text", matrix_json(shard.text)}});
     }
     batches.push_back(std::move(shards));
@@ -1020,15 +999,10 @@ void append_laid_out(std::string& out, const OrderedJson& value, std::size_t ind
   out += ']';
 }
 
-// The keys of a CLIP-family case ("family": "clip"): no InfoNCE settings,
-// encoder, generators or batches.
-Case parse_clip_case(const ObjectReader& root) {
-  for (const std::string_view key :
-       {"loss", "encoder", "rng", "batches", "padding_draws", "learnable_temperature", "siglip"}) {
-    if (root.optional(key) != nullptr) {
-      fail(key, "is an InfoNCE key; a case with \"family\": \"clip\" has none");
-    }
-  }
+// The run settings a family's case file (CLIP, SigLIP, NT-Xent) holds as an
+// InfoNCE case does: mesh, reduction, gather, compensate, accumulation,
+// dtype and strategy.
+Case read_family_run_settings(const ObjectReader& root) {
   Case c;
   c.mesh = read_mesh(root.required("mesh"));
   c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
@@ -1039,11 +1013,30 @@ Case parse_clip_case(const ObjectReader& root) {
     c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
   }
   if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
-  read_clip(root.required("clip"), c);
+  return c;
+}
+
+// A family's case after its own keys: the optional expect and found, then
+// the case's invariants.
+Case finish_family_case(const ObjectReader& root, Case c) {
   if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
   if (const Json* found = given(root, "found")) read_found(*found, c);
   validate_case(c);
   return c;
+}
+
+// The keys of a CLIP-family case ("family": "clip"): no InfoNCE settings,
+// encoder, generators or batches.
+Case parse_clip_case(const ObjectReader& root) {
+  for (const std::string_view key :
+       {"loss", "encoder", "rng", "batches", "padding_draws", "learnable_temperature", "siglip"}) {
+    if (root.optional(key) != nullptr) {
+      fail(key, "is an InfoNCE key; a case with \"family\": \"clip\" has none");
+    }
+  }
+  Case c = read_family_run_settings(root);
+  read_clip(root.required("clip"), c);
+  return finish_family_case(root, std::move(c));
 }
 
 // The keys of an NT-Xent case ("family": "ntxent"): no InfoNCE settings,
@@ -1055,24 +1048,12 @@ Case parse_ntxent_case(const ObjectReader& root) {
       fail(key, "is not a key of a case with \"family\": \"ntxent\"");
     }
   }
-  Case c;
-  c.mesh = read_mesh(root.required("mesh"));
-  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
-  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
-  c.compensate = read_bool(root.required("compensate"), "compensate");
-  read_accumulation(root.required("accumulation"), c);
-  if (const Json* dtype = given(root, "dtype")) {
-    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
-  }
-  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  Case c = read_family_run_settings(root);
   if (const Json* learnable = given(root, "learnable_temperature")) {
     c.learnable_temperature = read_bool(*learnable, "learnable_temperature");
   }
   read_ntxent(root.required("ntxent"), c);
-  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
-  if (const Json* found = given(root, "found")) read_found(*found, c);
-  validate_case(c);
-  return c;
+  return finish_family_case(root, std::move(c));
 }
 
 // The keys of a SigLIP case ("family": "siglip"): the towers' weight under
@@ -1084,23 +1065,11 @@ Case parse_siglip_case(const ObjectReader& root) {
       fail(key, "is not a key of a case with \"family\": \"siglip\"");
     }
   }
-  Case c;
-  c.mesh = read_mesh(root.required("mesh"));
-  c.reduction = read_choice(root.required("reduction"), "reduction", kReductionNames);
-  c.gather = read_choice(root.required("gather"), "gather", kGatherPathNames);
-  c.compensate = read_bool(root.required("compensate"), "compensate");
-  read_accumulation(root.required("accumulation"), c);
-  if (const Json* dtype = given(root, "dtype")) {
-    c.scalar = read_choice(*dtype, "dtype", kScalarTypeNames);
-  }
-  if (const Json* strategy = given(root, "strategy")) read_strategy(*strategy, c);
+  Case c = read_family_run_settings(root);
   const ObjectReader encoder(root.required("encoder"), "encoder", {"weight"});
   c.weight = read_encoder_weight(encoder.required("weight"));
   read_siglip(root.required("siglip"), c);
-  if (const Json* expect = given(root, "expect")) read_expect(*expect, c);
-  if (const Json* found = given(root, "found")) read_found(*found, c);
-  validate_case(c);
-  return c;
+  return finish_family_case(root, std::move(c));
 }
 
 }  // namespace

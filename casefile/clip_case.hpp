@@ -14,16 +14,15 @@
 #include <optional>
 #include <vector>
 
+#include "casefile/tower_pair_batch.hpp"
 #include "loss/clip.hpp"
 #include "loss/matrix.hpp"
 
 namespace infonce {
 
-// One DP shard's micro-batch: n >= 1 pairs, row i of each matrix one pair.
-struct ClipShardBatch {
-  Matrix<double> image;  // n x F_image
-  Matrix<double> text;   // n x F_text
-};
+// The family-named spelling of the shared pair batch, which
+// properties/oracle_agrees.cpp still uses.
+using ClipShardBatch = TowerPairBatch;
 
 struct ClipSettings {
   std::int32_t image_features = 1;  // F_image: the first columns of Case::weight
@@ -31,7 +30,7 @@ struct ClipSettings {
   bool text_normalize = true;
   double log_logit_scale = loss::kClipInitialLogScale;  // learnable, stored as its log
   std::optional<double> logit_bias;                     // learnable when set
-  std::vector<std::vector<ClipShardBatch>> batches;     // [micro][dp rank]
+  std::vector<std::vector<TowerPairBatch>> batches;     // [micro][dp rank]
 };
 
 }  // namespace infonce

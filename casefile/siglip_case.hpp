@@ -16,16 +16,17 @@
 
 namespace infonce {
 
-// One DP shard's micro-batch: n >= 1 pairs, as a CLIP shard's.
-using SigLipShardBatch = ClipShardBatch;
+// The family-named spelling of the shared pair batch, which
+// properties/oracle_agrees.cpp still uses.
+using SigLipShardBatch = TowerPairBatch;
 
 struct SigLipSettings {
   std::int32_t image_features = 1;  // F_image: the first columns of Case::weight
   bool image_normalize = true;
   bool text_normalize = true;
-  double log_scale = 2.302585092994046;                // log 10, SigLIP's initial scale
-  double bias = -10.0;                                 // SigLIP's initial bias
-  std::vector<std::vector<SigLipShardBatch>> batches;  // [micro][dp rank]
+  double log_scale = 2.302585092994046;              // log 10, SigLIP's initial scale
+  double bias = -10.0;                               // SigLIP's initial bias
+  std::vector<std::vector<TowerPairBatch>> batches;  // [micro][dp rank]
 };
 
 }  // namespace infonce

@@ -193,28 +193,11 @@ ClipFullBatchResult<Scalar> clip_full_batch(const ClipTowers& towers,
                      " (image) and " + std::to_string(towers.text_weight.rows()) +
                      " (text) dimensions");
   }
-  const Matrix<Scalar> image_weight = towers.image_weight.cast<Scalar>();
-  const Matrix<Scalar> text_weight = towers.text_weight.cast<Scalar>();
-  const Matrix<Scalar> image_x = image_features.cast<Scalar>();
-  const Matrix<Scalar> text_x = text_features.cast<Scalar>();
-  const Matrix<Scalar> image = encode(image_weight, image_x, towers.image_normalize);
-  const Matrix<Scalar> text = encode(text_weight, text_x, towers.text_normalize);
-  const ClipEmbeddingGradient<Scalar> g = clip_global_loss_and_gradient(image, text, parameters);
-
-  ClipFullBatchResult<Scalar> out;
-  out.loss = g.loss;
-  out.grad_image_weight =
-      encode_backward(image_weight, image_x, towers.image_normalize, g.grad_image);
-  out.grad_text_weight = encode_backward(text_weight, text_x, towers.text_normalize, g.grad_text);
-  out.grad_image_weight_magnitude =
-      encode_backward_magnitude(image_weight, image_x, towers.image_normalize, g.grad_image);
-  out.grad_text_weight_magnitude =
-      encode_backward_magnitude(text_weight, text_x, towers.text_normalize, g.grad_text);
-  out.grad_log_scale = g.grad_log_scale;
-  out.grad_bias = g.grad_bias;
-  out.grad_log_scale_magnitude = g.grad_log_scale_magnitude;
-  out.grad_bias_magnitude = g.grad_bias_magnitude;
-  return out;
+  return tower_pair_full_batch<Scalar>(
+      towers, image_features, text_features,
+      [&parameters](const Matrix<Scalar>& image, const Matrix<Scalar>& text) {
+        return clip_global_loss_and_gradient(image, text, parameters);
+      });
 }
 
 #define INFONCE_INSTANTIATE(Scalar)                                                              \

@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "loss/matrix.hpp"
+#include "loss/tower_pair_full_batch.hpp"
 
 namespace infonce::loss {
 
@@ -63,45 +64,20 @@ template <class Scalar>
 ClipRowsGradient<Scalar> clip_loss_and_gradient(const ClipRows<Scalar>& rows,
                                                 const ClipLogitParameters& parameters);
 
-// The global loss over embeddings I, T (N x D each): queries = documents.
+// The global loss over embeddings I, T (N x D each): queries = documents,
+// each row's gradient the query and document roles summed.
 template <class Scalar>
-struct ClipEmbeddingGradient {
-  Scalar loss = 0;
-  Matrix<Scalar> grad_image, grad_text;  // N x D, query and document roles summed
-  Scalar grad_log_scale = 0;
-  Scalar grad_bias = 0;
-  Scalar grad_log_scale_magnitude = 0;
-  Scalar grad_bias_magnitude = 0;
-};
+using ClipEmbeddingGradient = TowerPairEmbeddingGradient<Scalar>;
 
 template <class Scalar>
 ClipEmbeddingGradient<Scalar> clip_global_loss_and_gradient(const Matrix<Scalar>& image,
                                                             const Matrix<Scalar>& text,
                                                             const ClipLogitParameters& parameters);
 
-// The two towers.
-struct ClipTowers {
-  Matrix<double> image_weight;  // D x F_image
-  bool image_normalize = true;
-  Matrix<double> text_weight;  // D x F_text
-  bool text_normalize = true;
-};
-
 // The full-batch CLIP objective over paired features (row i of each is one
 // pair), gradient with respect to both towers and the direct parameters.
 template <class Scalar>
-struct ClipFullBatchResult {
-  Scalar loss = 0;
-  Matrix<Scalar> grad_image_weight;  // D x F_image
-  Matrix<Scalar> grad_text_weight;   // D x F_text
-  Scalar grad_log_scale = 0;
-  Scalar grad_bias = 0;
-  // encode_backward_magnitude of each tower, and the direct magnitudes.
-  Matrix<Scalar> grad_image_weight_magnitude;
-  Matrix<Scalar> grad_text_weight_magnitude;
-  Scalar grad_log_scale_magnitude = 0;
-  Scalar grad_bias_magnitude = 0;
-};
+using ClipFullBatchResult = TowerPairFullBatchResult<Scalar>;
 
 template <class Scalar>
 ClipFullBatchResult<Scalar> clip_full_batch(const ClipTowers& towers,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "base/error.hpp"
 #include "loss/encoder.hpp"
@@ -105,29 +106,15 @@ SigLipFullBatchResult<Scalar> siglip_full_batch(const ClipTowers& towers,
     throw InputError("SigLIP pairs: " + std::to_string(image_features.rows()) + " image rows but " +
                      std::to_string(text_features.rows()) + " text rows");
   }
-  const Matrix<Scalar> image_weight = towers.image_weight.cast<Scalar>();
-  const Matrix<Scalar> text_weight = towers.text_weight.cast<Scalar>();
-  const Matrix<Scalar> image_x = image_features.cast<Scalar>();
-  const Matrix<Scalar> text_x = text_features.cast<Scalar>();
-  const Matrix<Scalar> image = encode(image_weight, image_x, towers.image_normalize);
-  const Matrix<Scalar> text = encode(text_weight, text_x, towers.text_normalize);
-  const SigLipRowsGradient<Scalar> g =
-      siglip_loss_and_gradient<Scalar>({image, text, 0}, parameters);
-
-  SigLipFullBatchResult<Scalar> out;
-  out.loss = g.loss;
-  out.grad_image_weight =
-      encode_backward(image_weight, image_x, towers.image_normalize, g.grad_images);
-  out.grad_text_weight = encode_backward(text_weight, text_x, towers.text_normalize, g.grad_texts);
-  out.grad_image_weight_magnitude =
-      encode_backward_magnitude(image_weight, image_x, towers.image_normalize, g.grad_images);
-  out.grad_text_weight_magnitude =
-      encode_backward_magnitude(text_weight, text_x, towers.text_normalize, g.grad_texts);
-  out.grad_log_scale = g.grad_log_scale;
-  out.grad_bias = g.grad_bias;
-  out.grad_log_scale_magnitude = g.grad_log_scale_magnitude;
-  out.grad_bias_magnitude = g.grad_bias_magnitude;
-  return out;
+  return tower_pair_full_batch<Scalar>(
+      towers, image_features, text_features,
+      [&parameters](const Matrix<Scalar>& image, const Matrix<Scalar>& text) {
+        SigLipRowsGradient<Scalar> g =
+            siglip_loss_and_gradient<Scalar>({image, text, 0}, parameters);
+        return TowerPairEmbeddingGradient<Scalar>{
+            g.loss,      std::move(g.grad_images),   std::move(g.grad_texts), g.grad_log_scale,
+            g.grad_bias, g.grad_log_scale_magnitude, g.grad_bias_magnitude};
+      });
 }
 
 #define INFONCE_INSTANTIATE(Scalar)                                                           \

@@ -1,6 +1,7 @@
 // The SigLIP loss family (SPEC section 15): every image scored against every
-// text by a sigmoid, two towers as CLIP's (loss/clip.hpp ClipTowers), and two
-// direct parameters, the scale (stored as its log) and the bias:
+// text by a sigmoid, two towers as CLIP's (ClipTowers,
+// loss/tower_pair_full_batch.hpp), and two direct parameters, the scale
+// (stored as its log) and the bias:
 //
 //   z_ij = exp(log_scale) * a_i . b_j + bias,  y_ij = +1 for a pair, else -1
 //   L = -(1 / n) sum_i sum_j log sigmoid(y_ij z_ij)
@@ -14,6 +15,7 @@
 
 #include "loss/clip.hpp"
 #include "loss/matrix.hpp"
+#include "loss/tower_pair_full_batch.hpp"
 
 namespace infonce::loss {
 
@@ -53,17 +55,7 @@ SigLipRowsGradient<Scalar> siglip_loss_and_gradient(const SigLipRows<Scalar>& ro
 // The full-batch SigLIP objective over paired features (row i of each is one
 // pair), gradient with respect to both towers and the direct parameters.
 template <class Scalar>
-struct SigLipFullBatchResult {
-  Scalar loss = 0;
-  Matrix<Scalar> grad_image_weight;  // D x F_image
-  Matrix<Scalar> grad_text_weight;   // D x F_text
-  Scalar grad_log_scale = 0;
-  Scalar grad_bias = 0;
-  Matrix<Scalar> grad_image_weight_magnitude;
-  Matrix<Scalar> grad_text_weight_magnitude;
-  Scalar grad_log_scale_magnitude = 0;
-  Scalar grad_bias_magnitude = 0;
-};
+using SigLipFullBatchResult = TowerPairFullBatchResult<Scalar>;
 
 template <class Scalar>
 SigLipFullBatchResult<Scalar> siglip_full_batch(const ClipTowers& towers,

@@ -93,7 +93,7 @@ oracle::ClipDescription oracle_clip_description(const Case& c) {
   d.accumulation_normalize = c.accumulation_normalize;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
-    for (const ClipShardBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
       micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
     }
   }
@@ -130,7 +130,7 @@ oracle::SigLipDescription oracle_siglip_description(const Case& c) {
   d.accumulation_normalize = c.accumulation_normalize;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
-    for (const SigLipShardBatch& shard : siglip.batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : siglip.batches[static_cast<std::size_t>(m)]) {
       micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
     }
   }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "base/rng.hpp"
+#include "properties/tower_pair_case.hpp"
 
 namespace infonce::properties {
 
@@ -26,39 +26,14 @@ Case build_siglip_case(const CaseSpec& spec) {
     most_pairs = std::max(most_pairs, pairs);
   }
   if (spec.include_qq) siglip.bias -= std::log(static_cast<double>(most_pairs));
-  for (const auto& micro : spec.negatives) {
-    auto& shards = siglip.batches.emplace_back();
-    for (const auto& groups : micro) {
-      const auto pairs = static_cast<std::int64_t>(std::max<std::size_t>(groups.size(), 1));
-      SigLipShardBatch shard{normal_matrix(rng, pairs, features),
-                             normal_matrix(rng, pairs, features)};
-      apply_pair_style(rng, spec.features, shard.image);
-      apply_pair_style(rng, spec.features, shard.text);
-      shards.push_back(std::move(shard));
-    }
-  }
+  siglip.batches = draw_tower_pair_batches(rng, spec);
   c.siglip = std::move(siglip);
   validate_case(c);
   return c;
 }
 
 std::string describe_siglip(const CaseSpec& spec) {
-  std::ostringstream out;
-  out << describe_mesh(spec) << " pairs=[";
-  for (std::size_t m = 0; m < spec.negatives.size(); ++m) {
-    out << (m ? "," : "") << "[";
-    for (std::size_t d = 0; d < spec.negatives[m].size(); ++d) {
-      out << (d ? "," : "") << std::max<std::size_t>(spec.negatives[m][d].size(), 1);
-    }
-    out << "]";
-  }
-  out << "] F=" << spec.feature_dim << " D=" << spec.embedding_dim
-      << " normalize=" << spec.normalize << "/" << (spec.normalize && !spec.include_dd)
-      << " T=" << spec.temperature << " bias_shifted=" << spec.include_qq
-      << " reduction=" << name_of(spec.reduction) << " gather=" << name_of(spec.gather)
-      << " scalar=" << name_of(spec.scalar) << " data_seed=" << spec.data_seed
-      << " features=" << name_of(spec.features);
-  return out.str();
+  return describe_tower_pair_case(spec, "bias_shifted");
 }
 
 }  // namespace infonce::properties

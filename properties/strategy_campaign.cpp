@@ -20,6 +20,7 @@
 #include "properties/siglip_scales.hpp"
 #include "properties/strategy_families.hpp"
 #include "properties/sut_step.hpp"
+#include "properties/tower_pair_magnitudes.hpp"
 #include "step/run_case.hpp"
 #include "step/tolerance.hpp"
 
@@ -91,34 +92,14 @@ struct ClipScales {
 
 ClipScales clip_cancellation_scales(const Case& c) {
   const ClipSettings& clip = *c.clip;
-  const Eigen::Index image = clip.image_features;
-  double max_norm = 0;
-  double max_embedding = 0;  // as the logits see it (embedding_norm)
-  double feature_abs_sum = 0;
-  std::int64_t pairs = 0;
-  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
-    for (const ClipShardBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
-      pairs += shard.image.rows();
-      for (Eigen::Index r = 0; r < shard.image.rows(); ++r) {
-        const double image_norm =
-            (c.weight.leftCols(image) * shard.image.row(r).transpose()).norm();
-        const double text_norm =
-            (c.weight.rightCols(c.weight.cols() - image) * shard.text.row(r).transpose()).norm();
-        max_norm = std::max({max_norm, encoder_row_factor(image_norm, clip.image_normalize),
-                             encoder_row_factor(text_norm, clip.text_normalize)});
-        max_embedding = std::max({max_embedding, embedding_norm(image_norm, clip.image_normalize),
-                                  embedding_norm(text_norm, clip.text_normalize)});
-      }
-      feature_abs_sum =
-          std::max({feature_abs_sum, shard.image.cwiseAbs().colwise().sum().maxCoeff(),
-                    shard.text.cwiseAbs().colwise().sum().maxCoeff()});
-    }
-  }
+  const TowerPairMagnitudes sizes = tower_pair_magnitudes(
+      c, clip.batches, clip.image_features, clip.image_normalize, clip.text_normalize);
   const double factor = std::exp(clip.log_logit_scale);
   ClipScales out;
-  if (pairs == 0) return out;
-  out.encoders = 4.0 * factor * max_norm * feature_abs_sum * c.mesh.dp / static_cast<double>(pairs);
-  out.log_scale = 4.0 * factor * max_embedding * max_embedding;
+  if (sizes.pairs == 0) return out;
+  out.encoders = 4.0 * factor * sizes.max_norm * sizes.feature_abs_sum * c.mesh.dp /
+                 static_cast<double>(sizes.pairs);
+  out.log_scale = 4.0 * factor * sizes.max_embedding * sizes.max_embedding;
   out.bias = 4.0;
   return out;
 }
@@ -340,7 +321,7 @@ step::StepShape step_shape(const Case& c) {
   shape.use_batch = c.loss.use_batch;
   if (c.clip) {
     for (const auto& shards : c.clip->batches) {
-      for (const ClipShardBatch& shard : shards) {
+      for (const TowerPairBatch& shard : shards) {
         shape.equal_batches =
             shape.equal_batches && shard.image.rows() == shards.front().image.rows();
       }
@@ -364,7 +345,7 @@ step::StepShape step_shape(const Case& c) {
     // texts, each a negative: the copies are not a pure repetition.
     shape.copies_interact = true;
     for (const auto& shards : c.siglip->batches) {
-      for (const SigLipShardBatch& shard : shards) {
+      for (const TowerPairBatch& shard : shards) {
         shape.equal_batches =
             shape.equal_batches && shard.image.rows() == shards.front().image.rows();
       }

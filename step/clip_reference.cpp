@@ -2,65 +2,23 @@
 
 #include "base/assert.hpp"
 #include "loss/clip.hpp"
+#include "step/tower_pair_reference.hpp"
 
 namespace infonce::step {
 namespace {
 
-// Every shard's rows of micro-step `micro`, stacked in shard order.
-Matrix<double> union_rows(const std::vector<ClipShardBatch>& shards, bool image) {
-  Eigen::Index rows = 0;
-  for (const ClipShardBatch& shard : shards) rows += shard.image.rows();
-  const Eigen::Index cols = image ? shards.front().image.cols() : shards.front().text.cols();
-  Matrix<double> out(rows, cols);
-  Eigen::Index next = 0;
-  for (const ClipShardBatch& shard : shards) {
-    out.middleRows(next, shard.image.rows()) = image ? shard.image : shard.text;
-    next += shard.image.rows();
-  }
-  return out;
-}
-
 template <class Scalar>
 ReferenceValues clip_reference_in(const Case& c) {
   const ClipSettings& clip = *c.clip;
-  const Eigen::Index image_columns = clip.image_features;
-  const loss::ClipTowers towers{c.weight.leftCols(image_columns), clip.image_normalize,
-                                c.weight.rightCols(c.weight.cols() - image_columns),
-                                clip.text_normalize};
   const loss::ClipLogitParameters parameters{clip.log_logit_scale, clip.logit_bias};
-  const std::int32_t micro_steps = c.micro_steps_run();
-  const double micro_scale = c.accumulation_normalize ? 1.0 / micro_steps : 1.0;
-
-  ReferenceValues out;
-  out.grad = Matrix<double>::Zero(c.weight.rows(), c.weight.cols());
-  out.grad_magnitude = Matrix<double>::Zero(c.weight.rows(), c.weight.cols());
-  const std::size_t direct = direct_parameter_count(c);
-  out.direct_grad.assign(direct, 0.0);
-  out.direct_magnitude.assign(direct, 0.0);
-  for (std::int32_t m = 0; m < micro_steps; ++m) {
-    const auto& shards = clip.batches[static_cast<std::size_t>(m)];
-    const loss::ClipFullBatchResult<Scalar> step = loss::clip_full_batch<Scalar>(
-        towers, union_rows(shards, true), union_rows(shards, false), parameters);
-    // Each micro-step in Scalar; their sum in double.
-    out.loss += static_cast<double>(static_cast<Scalar>(micro_scale) * step.loss);
-    Matrix<double> grad(c.weight.rows(), c.weight.cols());
-    grad << step.grad_image_weight.template cast<double>(),
-        step.grad_text_weight.template cast<double>();
-    Matrix<double> magnitude(c.weight.rows(), c.weight.cols());
-    magnitude << step.grad_image_weight_magnitude.template cast<double>(),
-        step.grad_text_weight_magnitude.template cast<double>();
-    out.grad += micro_scale * grad;
-    out.grad_magnitude += micro_scale * magnitude;
-    out.direct_grad[0] += micro_scale * static_cast<double>(step.grad_log_scale);
-    out.direct_magnitude[0] += micro_scale * static_cast<double>(step.grad_log_scale_magnitude);
-    if (direct == 2) {
-      out.direct_grad[1] += micro_scale * static_cast<double>(step.grad_bias);
-      out.direct_magnitude[1] += micro_scale * static_cast<double>(step.grad_bias_magnitude);
-    }
-  }
   // Every rank reports the global value (the CLIP family always gathers).
-  out.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), out.loss);
-  return out;
+  return tower_pair_reference<Scalar>(
+      c, clip.batches,
+      tower_pair_towers(c, clip.image_features, clip.image_normalize, clip.text_normalize),
+      [&parameters](const loss::ClipTowers& towers, const Matrix<double>& image,
+                    const Matrix<double>& text) {
+        return loss::clip_full_batch<Scalar>(towers, image, text, parameters);
+      });
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ RankOutput<Scalar> run_siglip_rank_program(sim::Communicator& comm, const Case& 
   FlatGradient<Scalar> gradient(static_cast<std::size_t>(c.weight.size()), 2);
   Matrix<Scalar> image_storage, text_storage;  // float cases: the features cast to float
   for (std::int32_t micro = 0; micro < c.micro_steps_run(); ++micro) {
-    const SigLipShardBatch& batch = siglip.batches[static_cast<std::size_t>(micro)][dp_rank];
+    const TowerPairBatch& batch = siglip.batches[static_cast<std::size_t>(micro)][dp_rank];
     const Matrix<Scalar>& image_x = as_scalar<Scalar>(batch.image, image_storage);
     const Matrix<Scalar>& text_x = as_scalar<Scalar>(batch.text, text_storage);
     const Matrix<Scalar> image = loss::encode(image_weight, image_x, siglip.image_normalize);

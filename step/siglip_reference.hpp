@@ -6,8 +6,6 @@
 // image columns first), log_scale and bias.
 #pragma once
 
-#include <vector>
-
 #include "casefile/case.hpp"
 #include "step/run_case.hpp"
 
@@ -15,8 +13,5 @@ namespace infonce::step {
 
 // Throws InputError where the loss is undefined (loss/siglip.hpp).
 ReferenceValues compute_siglip_reference(const Case& c);
-
-// Every shard's image (or text) rows, stacked in shard order.
-Matrix<double> siglip_union_rows(const std::vector<SigLipShardBatch>& shards, bool image);
 
 }  // namespace infonce::step

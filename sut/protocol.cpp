@@ -299,7 +299,7 @@ bool has_unequal_batches(const Case& c) {
   }
   if (c.clip || c.siglip) {  // pairs
     for (const auto& shards : c.clip ? c.clip->batches : c.siglip->batches) {
-      for (const ClipShardBatch& shard : shards) {
+      for (const TowerPairBatch& shard : shards) {
         if (shard.image.rows() != shards.front().image.rows()) return true;
       }
     }
