@@ -66,10 +66,22 @@ def alias_baseline(directory, scratch):
 def make_worker(package):
     """A Worker of `package` (conformance adapter, in-process runtime) writing to a buffer."""
     adapters = importlib.import_module(f"{package}.adapters")
-    inprocess = importlib.import_module(f"{package}.inprocess")
     worker = importlib.import_module(f"{package}.worker")
+    runtime = _in_process_runtime(package)
     adapter = adapters.load_adapter({"kind": "conformance", "max_world": 8})
-    return lambda: worker.Worker(adapter, inprocess.InProcessRuntime(), io.StringIO())
+    return lambda: worker.Worker(adapter, runtime(), io.StringIO())
+
+
+def _in_process_runtime(package):
+    """`package`'s InProcessRuntime: a baseline may be older than the module that holds it now."""
+    for module in ("inprocess_runtime", "inprocess"):
+        try:
+            found = getattr(importlib.import_module(f"{package}.{module}"), "InProcessRuntime", None)
+        except ImportError:
+            continue
+        if found is not None:
+            return found
+    raise SystemExit(f"replay_ab: {package} has no InProcessRuntime")
 
 
 def replay(factories, lines, rounds, chunk):

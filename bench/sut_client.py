@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 
-from infonce_sim.case import parse_case  # noqa: E402
+from infonce_sim.case_families import parse_case  # noqa: E402
 from infonce_sim.worker import outside_supports  # noqa: E402
 
 

@@ -8,17 +8,6 @@
 - `infonce_sim.pytest_plugin`: the `infonce_check` fixture and the `--infonce-*` options.
 """
 
-PROTOCOL = "infonce-sut/1"
-
-
-class Declined(Exception):
-    """A case the trainer does not run, with the reason (`raise Declined("why")`).
-
-    Raised by an adapter's `decline(case)` hook or its `loss`: the worker answers
-    {"id": ..., "declined": "why"}, which the harness counts and reports, never as a failure.
-    (Under `--runtime ddp` an exception raised in a rank process reaches the worker as that
-    rank's error: decline there with the `decline(case)` hook, which runs in the worker.)"""
-
-
-from .api import (CheckResult, ClassifyResult, CorpusReplayResult, Failure,  # noqa: E402
+from .protocol import PROTOCOL, Declined  # noqa: F401 - the package's API
+from .api import (CheckResult, ClassifyResult, CorpusReplayResult, Failure,
                   InfonceSimError, ReplayResult, check, classify, replay, replay_corpus)

@@ -21,7 +21,9 @@ import math
 import os
 import sys
 
-from . import PROTOCOL, Declined
+from .case import CaseError
+from .case_families import parse_case
+from .protocol import PROTOCOL, Declined
 
 
 def parse_args(argv):
@@ -200,7 +202,6 @@ class Worker:
         self.out.flush()
 
     def answer(self, line):
-        from .case import CaseError, parse_case
         request_id = None
         try:
             request = json.loads(line)
@@ -279,7 +280,8 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     torch.set_num_threads(1)
-    from .adapters import load_adapter
+    # (torch-dependent modules: imported once torch is known to import)
+    from .adapter_spec import load_adapter
     try:
         spec = adapter_spec(args)
         adapter = load_adapter(spec)
@@ -290,7 +292,7 @@ def main(argv=None):
         from .ddp import DdpRuntime
         runtime = DdpRuntime(spec, max_pools=args.max_pools)
     else:
-        from .inprocess import InProcessRuntime
+        from .inprocess_runtime import InProcessRuntime
         runtime = InProcessRuntime()
     worker = Worker(adapter, runtime, out)
     try:

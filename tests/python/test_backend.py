@@ -19,7 +19,8 @@ from torch.distributed import all_reduce as bound_all_reduce
 from torch.distributed import get_rank as bound_get_rank
 
 from infonce_sim.backend import ShapeMismatch
-from infonce_sim.inprocess import DeadlockError, InProcessRuntime, RuntimeError_
+from infonce_sim.inprocess import DeadlockError, RuntimeError_
+from infonce_sim.inprocess_runtime import InProcessRuntime
 from test_runtime import ThreadAdapter, make_case
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -282,12 +283,12 @@ def test_same_case_twice_gives_identical_response_bytes():
 _UNIMPORTED = textwrap.dedent("""
     import json, sys, torch.distributed as dist
     from infonce_sim.adapters import load_adapter
-    from infonce_sim.case import parse_case
+    from infonce_sim.case_families import parse_case
     assert not hasattr(dist, "nn"), "torch.distributed.nn imported before the adapter"
     spec = {"kind": "backend_adapters:make_unimported_nn"}
     case = parse_case(json.loads(sys.argv[2]))
     if sys.argv[1] == "inprocess":
-        from infonce_sim.inprocess import InProcessRuntime as R
+        from infonce_sim.inprocess_runtime import InProcessRuntime as R
         runtime = R()
     else:
         from infonce_sim.ddp import DdpRuntime

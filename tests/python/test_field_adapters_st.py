@@ -22,7 +22,7 @@ import torch
 
 from conftest import ROOT
 from infonce_sim import spec
-from infonce_sim.case import parse_case
+from infonce_sim.case_families import parse_case
 
 PYLATE_PYTHON = pathlib.Path(os.environ.get("INFONCE_PYLATE_PYTHON")
                              or pathlib.Path(sys.prefix + "-pylate") / "bin" / "python")
@@ -134,7 +134,7 @@ def run_here(adapter, options, objs):
     start: the package imports once per session)."""
     from infonce_sim.adapters import load_adapter
     from infonce_sim.case import CaseError
-    from infonce_sim.inprocess import InProcessRuntime
+    from infonce_sim.inprocess_runtime import InProcessRuntime
     spec_ = {"kind": adapter, **dict(option.split("=", 1) for option in options)}
     loaded, runtime, responses = load_adapter(spec_), InProcessRuntime(), []
     for obj in objs:

@@ -11,8 +11,9 @@ import torch.distributed as dist
 import torch.distributed.nn
 
 from infonce_sim.adapters.conformance import ConformanceAdapter
-from infonce_sim.case import parse_case
-from infonce_sim.inprocess import InProcessRuntime, RuntimeError_
+from infonce_sim.case_families import parse_case
+from infonce_sim.inprocess import RuntimeError_
+from infonce_sim.inprocess_runtime import InProcessRuntime
 from infonce_sim.standin import gather_object
 
 

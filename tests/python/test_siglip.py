@@ -18,8 +18,9 @@ import torch.nn.functional as F
 
 from infonce_sim.adapters import load_adapter
 from infonce_sim.adapters._loading import package_dir
-from infonce_sim.case import CaseError, parse_case
-from infonce_sim.inprocess import InProcessRuntime
+from infonce_sim.case import CaseError
+from infonce_sim.case_families import parse_case
+from infonce_sim.inprocess_runtime import InProcessRuntime
 from infonce_sim.siglip_case import SiglipCase
 from infonce_sim.worker import outside_supports
 

@@ -30,9 +30,9 @@ import torch.nn.functional as F
 from conftest import ROOT, run_on_both
 from strategy_key_cases import POINTS, clip_case, infonce_case
 from infonce_sim.adapters import load_adapter
-from infonce_sim.case import parse_case
+from infonce_sim.case_families import parse_case
 from infonce_sim.ddp import DdpRuntime
-from infonce_sim.inprocess import InProcessRuntime
+from infonce_sim.inprocess_runtime import InProcessRuntime
 from infonce_sim.spec import reference
 from infonce_sim.strategic import clip_objective
 from infonce_sim.strategy import has_gather
