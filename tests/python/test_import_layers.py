@@ -13,18 +13,21 @@ from conftest import ROOT
 PACKAGE = ROOT / "python" / "infonce_sim"
 
 # The layers, lowest first: each module of the package (its dotted name under infonce_sim;
-# "" is the package's __init__) in exactly one. A module may import its own layer's and
-# the lower layers' modules only.
+# "" is the package's __init__) in exactly one, a layer's modules in its subpackage but the
+# front's (the package's own modules: its API and entry points). A module may import its own
+# layer's and the lower layers' modules only.
 LAYERS = (
-    ("cases", ("case", "case_families", "clip_case", "ntxent_case", "siglip_case", "spec",
-               "strategy")),
-    ("runtime", ("adapter_spec", "backend", "ddp", "families", "gathers", "inprocess",
-                 "inprocess_runtime", "protocol", "rank", "standin", "strategic", "worker")),
+    ("cases", ("cases", "cases.case", "cases.case_families", "cases.clip_case",
+               "cases.ntxent_case", "cases.siglip_case", "cases.spec", "cases.strategy")),
+    ("runtime", ("runtime", "runtime.adapter_spec", "runtime.backend", "runtime.ddp",
+                 "runtime.families", "runtime.gathers", "runtime.inprocess",
+                 "runtime.inprocess_runtime", "runtime.protocol", "runtime.rank",
+                 "runtime.standin", "runtime.strategic", "runtime.worker")),
     ("adapters", ("adapters", "adapters._kit", "adapters._loading", "adapters._standins",
                   "adapters.conformance", "adapters.lightly_ntxent", "adapters.ms_swift",
                   "adapters.open_clip", "adapters.open_clip_siglip", "adapters.pylate",
                   "adapters.pytorch_metric_learning", "adapters.sentence_transformers")),
-    ("front", ("", "api", "field", "lines_of_code", "pytest_plugin")),
+    ("front", ("", "api", "field", "lines_of_code", "pytest_plugin", "worker")),
 )
 
 
@@ -133,6 +136,13 @@ def test_every_module_has_a_layer():
     modules = package_modules(PACKAGE)
     assert sorted(set(modules) - set(table)) == [], "modules in no layer: add them to LAYERS"
     assert sorted(set(table) - set(modules)) == [], "LAYERS names modules that do not exist"
+
+
+def test_a_layers_modules_are_its_subpackage():
+    for layer, names in LAYERS:
+        if layer != "front":
+            assert all(name.split(".")[0] == layer for name in names), layer
+    assert all("." not in name for name in dict(LAYERS)["front"])
 
 
 def test_no_module_imports_an_upper_layer():

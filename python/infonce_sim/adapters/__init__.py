@@ -6,4 +6,4 @@ builds the adapter from it: the built-in ones, or FUNCTION(**options) imported f
 MODULE for a user's own.
 """
 
-from ..adapter_spec import BUILT_IN, load_adapter  # noqa: F401 - this package's API
+from ..runtime.adapter_spec import BUILT_IN, load_adapter  # noqa: F401 - this package's API

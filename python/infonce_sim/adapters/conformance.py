@@ -1,4 +1,4 @@
-"""The `conformance` adapter: the SPEC's own torch reading (infonce_sim.spec) on one rank.
+"""The `conformance` adapter: the SPEC's own torch reading (infonce_sim.cases.spec) on one rank.
 
 `--option families=infonce,clip,ntxent,siglip` declares the families it runs beyond the
 default infonce and clip (NT-Xent and SigLIP: strategic.py, at every strategy point).
@@ -17,11 +17,11 @@ import dataclasses
 
 import torch
 
-from ..gathers import gather_objects, gather_tensors
-from ..spec import compensation_scale, infonce_loss
-from ..strategic import (clip_strategy_loss, infonce_strategy_loss, ntxent_strategy_loss,
+from ..runtime.gathers import gather_objects, gather_tensors
+from ..cases.spec import compensation_scale, infonce_loss
+from ..runtime.strategic import (clip_strategy_loss, infonce_strategy_loss, ntxent_strategy_loss,
                          siglip_strategy_loss)
-from ..strategy import GATHERS, REDUCTIONS, SCOPES, Strategy
+from ..cases.strategy import GATHERS, REDUCTIONS, SCOPES, Strategy
 
 FAMILIES = ("infonce", "clip", "ntxent", "siglip")  # what it runs (--option families=)
 SUPPORTS = {
@@ -58,7 +58,7 @@ def gather_over_dp_group(ctx, embeddings, labels):
 
 
 class ConformanceAdapter:
-    name = "conformance: the SPEC's torch reading (infonce_sim.spec)"
+    name = "conformance: the SPEC's torch reading (infonce_sim.cases.spec)"
     # The only generator its code draws from: numpy's global one (hard-negative padding,
     # spec.numpy_choice). The in-process runtime keeps just that one per rank.
     random_generators = ("numpy",)

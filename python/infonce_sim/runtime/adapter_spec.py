@@ -7,7 +7,9 @@ user's MODULE (the runtime loads adapters; it does not depend on any one of them
 import importlib
 
 
-ADAPTERS = "infonce_sim.adapters"  # the built-in adapters' package
+# The built-in adapters' package (of the top package this one is in: a renamed copy of it,
+# as bench/replay_ab.py makes, loads its own adapters)
+ADAPTERS = f"{__name__.split('.')[0]}.adapters"
 
 # The built-in adapters: the name --adapter takes -> the module (in ADAPTERS) whose
 # make(**options) builds it. One line per adapter.

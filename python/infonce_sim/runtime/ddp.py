@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 from . import families
 from .adapter_spec import load_adapter
 from .rank import RankContext, drive, rank_program, seed_value
-from .spec import torch_dtype
+from ..cases.spec import torch_dtype
 
 
 class PoolError(Exception):

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from . import backend
 from .inprocess import RandomStates, backward_scalars, blocking_fulfil, reduce_gradients
 from .rank import Collective, RankContext, StepFailed, drive, micro_step_loop
-from .spec import normalized, torch_dtype
+from ..cases.spec import normalized, torch_dtype
 
 
 TWO_TOWERS = ("clip", "siglip")  # the families whose replica is two towers (image, text)

@@ -32,11 +32,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .case import CaseError
+from ..cases.case import CaseError
 from .gathers import gather_objects, gather_tensors
 from .rank import Collective
-from .spec import infonce_loss, resize_groups, split_groups
-from .strategy import effective_strategy, gather_group, has_gather
+from ..cases.spec import infonce_loss, resize_groups, split_groups
+from ..cases.strategy import effective_strategy, gather_group, has_gather
 
 
 def scaled(loss, scale):
