@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from infonce_sim import spec
+from infonce_sim.cases import spec
 from infonce_sim.cases.case_families import parse_case
 
 PYLATE_PYTHON = pathlib.Path(os.environ.get("INFONCE_PYLATE_PYTHON")
