@@ -1,8 +1,9 @@
 """The infonce_sim package's imports point one way: case parsing <- runtime <- adapters <- the
-front (api, pytest plugin, field, the worker's entry point). Every import counts, a function-local one as well: a
-module of a lower layer never imports an upper one, and no modules import each other in a
-circle. (Loading an adapter by its name, adapter_spec's importlib call, is the plugin seam:
-a name, not an import.) No torch needed: the files are read with `ast`, not imported.
+front (api, pytest plugin, field, the worker's entry point). Every import counts, a
+function-local one as well: a module of a lower layer never imports an upper one, and no
+modules import each other in a circle. (Loading an adapter by its name, adapter_spec's
+importlib call, is the plugin seam: a name, not an import.) No torch needed: the files are
+read with `ast`, not imported.
 """
 
 import ast

@@ -17,11 +17,11 @@ import dataclasses
 
 import torch
 
-from ..runtime.gathers import gather_objects, gather_tensors
 from ..cases.spec import compensation_scale, infonce_loss
-from ..runtime.strategic import (clip_strategy_loss, infonce_strategy_loss, ntxent_strategy_loss,
-                         siglip_strategy_loss)
 from ..cases.strategy import GATHERS, REDUCTIONS, SCOPES, Strategy
+from ..runtime.gathers import gather_objects, gather_tensors
+from ..runtime.strategic import (clip_strategy_loss, infonce_strategy_loss,
+                                 ntxent_strategy_loss, siglip_strategy_loss)
 
 FAMILIES = ("infonce", "clip", "ntxent", "siglip")  # what it runs (--option families=)
 SUPPORTS = {

@@ -22,10 +22,10 @@ import torch.distributed as dist
 import torch.multiprocessing as torch_mp
 from torch.nn.parallel import DistributedDataParallel
 
+from ..cases.spec import torch_dtype
 from . import families
 from .adapter_spec import load_adapter
 from .rank import RankContext, drive, rank_program, seed_value
-from ..cases.spec import torch_dtype
 
 
 class PoolError(Exception):

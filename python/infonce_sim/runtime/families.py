@@ -34,10 +34,10 @@ import inspect
 import torch
 import torch.nn.functional as F
 
+from ..cases.spec import normalized, torch_dtype
 from . import backend
 from .inprocess import RandomStates, backward_scalars, blocking_fulfil, reduce_gradients
 from .rank import Collective, RankContext, StepFailed, drive, micro_step_loop
-from ..cases.spec import normalized, torch_dtype
 
 
 TWO_TOWERS = ("clip", "siglip")  # the families whose replica is two towers (image, text)

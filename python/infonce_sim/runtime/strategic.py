@@ -33,10 +33,10 @@ import torch
 import torch.nn.functional as F
 
 from ..cases.case import CaseError
-from .gathers import gather_objects, gather_tensors
-from .rank import Collective
 from ..cases.spec import infonce_loss, resize_groups, split_groups
 from ..cases.strategy import effective_strategy, gather_group, has_gather
+from .gathers import gather_objects, gather_tensors
+from .rank import Collective
 
 
 def scaled(loss, scale):
