@@ -66,10 +66,24 @@ def alias_baseline(directory, scratch):
 def make_worker(package):
     """A Worker of `package` (conformance adapter, in-process runtime) writing to a buffer."""
     adapters = importlib.import_module(f"{package}.adapters")
-    inprocess = importlib.import_module(f"{package}.inprocess")
-    worker = importlib.import_module(f"{package}.worker")
+    worker = _found(package, "Worker", ("runtime.worker", "worker"))
+    runtime = _found(package, "InProcessRuntime",
+                     ("runtime.inprocess_runtime", "inprocess_runtime", "inprocess"))
     adapter = adapters.load_adapter({"kind": "conformance", "max_world": 8})
-    return lambda: worker.Worker(adapter, inprocess.InProcessRuntime(), io.StringIO())
+    return lambda: worker(adapter, runtime(), io.StringIO())
+
+
+def _found(package, name, modules):
+    """`name` from the first of `modules` (under `package`) defining it: a baseline may be older
+    than the module that holds it now."""
+    for module in modules:
+        try:
+            found = getattr(importlib.import_module(f"{package}.{module}"), name, None)
+        except ImportError:
+            continue
+        if found is not None:
+            return found
+    raise SystemExit(f"replay_ab: {package} has no {name}")
 
 
 def replay(factories, lines, rounds, chunk):

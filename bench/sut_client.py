@@ -31,8 +31,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 
-from infonce_sim.case import parse_case  # noqa: E402
-from infonce_sim.worker import outside_supports  # noqa: E402
+from infonce_sim.cases.case_families import parse_case  # noqa: E402
+from infonce_sim.runtime.worker import outside_supports  # noqa: E402
 
 
 def _process_table():

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from infonce_sim.adapters import _kit, _loading, _standins
-from infonce_sim.case import CaseError
+from infonce_sim.cases.case import CaseError
 
 
 # -- _kit ----------------------------------------------------------------------------------------

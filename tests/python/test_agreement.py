@@ -10,10 +10,10 @@ import torch
 
 from conftest import export_cases, run_on_both
 from infonce_sim.adapters import load_adapter
-from infonce_sim.case import parse_case
-from infonce_sim.ddp import DdpRuntime
-from infonce_sim.inprocess import InProcessRuntime
-from infonce_sim.worker import outside_supports
+from infonce_sim.cases.case_families import parse_case
+from infonce_sim.runtime.ddp import DdpRuntime
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
+from infonce_sim.runtime.worker import outside_supports
 
 CASES = int(os.environ.get("INFONCE_AGREEMENT_CASES", "150"))
 

@@ -1,4 +1,4 @@
-"""The in-process torch.distributed backend (python/infonce_sim/backend.py): torch's own
+"""The in-process torch.distributed backend (python/infonce_sim/runtime/backend.py): torch's own
 entry points, called from a trainer's code, answer for the virtual rank (thread mode), one
 test per entry point; torch's autograd gather against real gloo DDP; determinism; a
 trainer's missing `import torch.distributed.nn` fails in-process as under real DDP."""
@@ -18,8 +18,9 @@ from torch.distributed import all_gather as bound_all_gather  # bound before any
 from torch.distributed import all_reduce as bound_all_reduce
 from torch.distributed import get_rank as bound_get_rank
 
-from infonce_sim.backend import ShapeMismatch
-from infonce_sim.inprocess import DeadlockError, InProcessRuntime, RuntimeError_
+from infonce_sim.runtime.backend import ShapeMismatch
+from infonce_sim.runtime.inprocess import DeadlockError, RuntimeError_
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
 from test_runtime import ThreadAdapter, make_case
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -240,7 +241,7 @@ def _agreement_cases():
 @pytest.mark.parametrize("factory", ["make_torch_nn", "make_functional"])
 def test_torch_autograd_gather_agrees_with_real_gloo_ddp(factory):
     from infonce_sim.adapters import load_adapter
-    from infonce_sim.ddp import DdpRuntime
+    from infonce_sim.runtime.ddp import DdpRuntime
 
     spec = {"kind": f"backend_adapters:{factory}"}
     adapter = load_adapter(spec)
@@ -282,15 +283,15 @@ def test_same_case_twice_gives_identical_response_bytes():
 _UNIMPORTED = textwrap.dedent("""
     import json, sys, torch.distributed as dist
     from infonce_sim.adapters import load_adapter
-    from infonce_sim.case import parse_case
+    from infonce_sim.cases.case_families import parse_case
     assert not hasattr(dist, "nn"), "torch.distributed.nn imported before the adapter"
     spec = {"kind": "backend_adapters:make_unimported_nn"}
     case = parse_case(json.loads(sys.argv[2]))
     if sys.argv[1] == "inprocess":
-        from infonce_sim.inprocess import InProcessRuntime as R
+        from infonce_sim.runtime.inprocess_runtime import InProcessRuntime as R
         runtime = R()
     else:
-        from infonce_sim.ddp import DdpRuntime
+        from infonce_sim.runtime.ddp import DdpRuntime
         runtime = DdpRuntime(spec, timeout=120, max_pools=1)
     try:
         runtime.run(load_adapter(spec), case)

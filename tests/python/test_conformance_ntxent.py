@@ -13,8 +13,8 @@ import torch.nn.functional as F
 
 from conftest import ROOT
 from infonce_sim.adapters import load_adapter
-from infonce_sim.case import parse_case
-from infonce_sim.inprocess import InProcessRuntime
+from infonce_sim.cases.case_families import parse_case
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
 
 
 def ntxent_case(counts, seed, temperature=0.3, learnable=False, strategy=None):

@@ -26,8 +26,8 @@ from conftest import ROOT
 from strategy_key_cases import clip_case
 from infonce_sim.adapters import load_adapter
 from infonce_sim.adapters._loading import package_dir
-from infonce_sim.case import parse_case
-from infonce_sim.inprocess import InProcessRuntime
+from infonce_sim.cases.case_families import parse_case
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
 
 FULL_BATCH = {"gather": "autograd", "scope": "global", "scale": "none", "reduction": "mean"}
 

@@ -21,8 +21,8 @@ import pytest
 import torch
 
 from conftest import ROOT
-from infonce_sim import spec
-from infonce_sim.case import parse_case
+from infonce_sim.cases import spec
+from infonce_sim.cases.case_families import parse_case
 
 PYLATE_PYTHON = pathlib.Path(os.environ.get("INFONCE_PYLATE_PYTHON")
                              or pathlib.Path(sys.prefix + "-pylate") / "bin" / "python")
@@ -133,8 +133,8 @@ def run_here(adapter, options, objs):
     """run_worker's responses from the in-process runtime in this process (no interpreter to
     start: the package imports once per session)."""
     from infonce_sim.adapters import load_adapter
-    from infonce_sim.case import CaseError
-    from infonce_sim.inprocess import InProcessRuntime
+    from infonce_sim.cases.case import CaseError
+    from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
     spec_ = {"kind": adapter, **dict(option.split("=", 1) for option in options)}
     loaded, runtime, responses = load_adapter(spec_), InProcessRuntime(), []
     for obj in objs:

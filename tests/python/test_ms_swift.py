@@ -11,9 +11,9 @@ import torch
 from conftest import export_cases
 from infonce_sim.adapters import load_adapter
 from infonce_sim.adapters.conformance import ConformanceAdapter
-from infonce_sim.case import load_case, parse_case
-from infonce_sim.inprocess import InProcessRuntime
-from infonce_sim.worker import outside_supports
+from infonce_sim.cases.case_families import load_case, parse_case
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
+from infonce_sim.runtime.worker import outside_supports
 
 RUNTIME = InProcessRuntime()
 

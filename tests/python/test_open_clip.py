@@ -22,9 +22,9 @@ import torch
 from conftest import ROOT
 from strategy_key_cases import clip_case
 from infonce_sim.adapters import load_adapter
-from infonce_sim.case import parse_case
-from infonce_sim.ddp import DdpRuntime
-from infonce_sim.inprocess import InProcessRuntime
+from infonce_sim.cases.case_families import parse_case
+from infonce_sim.runtime.ddp import DdpRuntime
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
 
 CASES = int(os.environ.get("INFONCE_OPEN_CLIP_CASES", "30"))  # per option combination
 MESHES = [(1, 1), (2, 2), (3, 3), (4, 4)]

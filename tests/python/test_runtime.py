@@ -11,9 +11,10 @@ import torch.distributed as dist
 import torch.distributed.nn
 
 from infonce_sim.adapters.conformance import ConformanceAdapter
-from infonce_sim.case import parse_case
-from infonce_sim.inprocess import InProcessRuntime, RuntimeError_
-from infonce_sim.standin import gather_object
+from infonce_sim.cases.case_families import parse_case
+from infonce_sim.runtime.inprocess import RuntimeError_
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
+from infonce_sim.runtime.standin import gather_object
 
 
 def make_case(world=4, dp=2, steps=1, hard=None, rng_mode="synced", seed=5, features=3, dim=2,
@@ -78,7 +79,7 @@ def test_thread_adapter_same_bits_as_generator_adapter():
     """The conformance loss run through blocking collectives gives the generator mode's bits."""
     case = make_case(world=4, dp=2, steps=2, hard=3)
     generator_mode = InProcessRuntime().run(ConformanceAdapter(), case)
-    from infonce_sim.spec import compensation_scale, infonce_loss
+    from infonce_sim.cases.spec import compensation_scale, infonce_loss
 
     def body(ctx, embeddings, labels):
         slots = [None] * ctx.dp

@@ -18,10 +18,11 @@ import torch.nn.functional as F
 
 from infonce_sim.adapters import load_adapter
 from infonce_sim.adapters._loading import package_dir
-from infonce_sim.case import CaseError, parse_case
-from infonce_sim.inprocess import InProcessRuntime
-from infonce_sim.siglip_case import SiglipCase
-from infonce_sim.worker import outside_supports
+from infonce_sim.cases.case import CaseError
+from infonce_sim.cases.case_families import parse_case
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
+from infonce_sim.cases.siglip_case import SiglipCase
+from infonce_sim.runtime.worker import outside_supports
 
 DIST_IMPLS = ("bidir", "shift", "reduce", "gather")
 
@@ -290,7 +291,7 @@ def test_open_clip_siglip_under_real_ddp_equals_in_process(dist_impl):
     """The same case (W = 3, two micro-steps) under real DDP: the ring's point-to-point
     messages (bidir) or torch.distributed.nn.all_reduce (reduce) on gloo, DDP's own mean."""
     needs_open_clip()
-    from infonce_sim.ddp import DdpRuntime
+    from infonce_sim.runtime.ddp import DdpRuntime
     spec = {"kind": "open-clip-siglip", "dist_impl": dist_impl, "max_world": 8}
     adapter = load_adapter(spec)
     case = parse_case(siglip_case(3, 2, steps=2, seed=41))

@@ -30,12 +30,12 @@ import torch.nn.functional as F
 from conftest import ROOT, run_on_both
 from strategy_key_cases import POINTS, clip_case, infonce_case
 from infonce_sim.adapters import load_adapter
-from infonce_sim.case import parse_case
-from infonce_sim.ddp import DdpRuntime
-from infonce_sim.inprocess import InProcessRuntime
-from infonce_sim.spec import reference
-from infonce_sim.strategic import clip_objective
-from infonce_sim.strategy import has_gather
+from infonce_sim.cases.case_families import parse_case
+from infonce_sim.runtime.ddp import DdpRuntime
+from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
+from infonce_sim.cases.spec import reference
+from infonce_sim.runtime.strategic import clip_objective
+from infonce_sim.cases.strategy import has_gather
 
 CASES = int(os.environ.get("INFONCE_STRATEGY_KEY_CASES", "200"))  # per family, before float32
 
@@ -348,7 +348,7 @@ def test_worker_rejects_undeclared_keys(tmp_path):
 def test_bad_clip_cases_name_the_key(change, message):
     import re
 
-    from infonce_sim.case import CaseError
+    from infonce_sim.cases.case import CaseError
     obj = clip_case(1, 1, meshes=[(1, 1)])
     obj["accumulation"]["steps"] = 1
     obj["clip"]["batches"] = obj["clip"]["batches"][:1]

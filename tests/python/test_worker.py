@@ -178,8 +178,8 @@ def test_the_readme_adapter_runs(tmp_path, real_trainer):
     (tmp_path / "my_trainer" / "__init__.py").write_text("")
     (tmp_path / "my_trainer" / "loss.py").write_text(
         "import torch, torch.distributed as dist\n"
-        "from infonce_sim.case import LossSettings\n"
-        "from infonce_sim.spec import DrawStream, infonce_loss\n"
+        "from infonce_sim.cases.case import LossSettings\n"
+        "from infonce_sim.cases.spec import DrawStream, infonce_loss\n"
         "def info_nce(embeddings, labels, temperature):\n"
         "    world, rank = dist.get_world_size(), dist.get_rank()\n"
         "    slots, all_labels = [None] * world, [None] * world\n"

@@ -57,16 +57,17 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_SKIPPED = 0, 1, 2, 77
 # runtime), and as the `conformance` adapter of the infonce-sut/1 worker.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "python"))
 
-from infonce_sim.case import CaseError, NeedsPaddingDraws, load_case  # noqa: E402
+from infonce_sim.cases.case import CaseError, NeedsPaddingDraws  # noqa: E402
+from infonce_sim.cases.case_families import load_case  # noqa: E402
 
 try:
     import torch
 
     from infonce_sim.adapters.conformance import ConformanceAdapter
-    from infonce_sim.ddp import DdpRuntime, PoolError
-    from infonce_sim.inprocess import InProcessRuntime
-    from infonce_sim.inprocess import RuntimeError_ as InProcessError
-    from infonce_sim.spec import (batched_path_applies, check_padding_streams,
+    from infonce_sim.runtime.ddp import DdpRuntime, PoolError
+    from infonce_sim.runtime.inprocess_runtime import InProcessRuntime
+    from infonce_sim.runtime.inprocess import RuntimeError_ as InProcessError
+    from infonce_sim.cases.spec import (batched_path_applies, check_padding_streams,
                                   compensation_scale, expected_ratio, reference)
 except Exception:  # any import failure means "no usable torch here"
     torch = None

@@ -6,38 +6,4 @@ builds the adapter from it: the built-in ones, or FUNCTION(**options) imported f
 MODULE for a user's own.
 """
 
-import importlib
-
-
-# The built-in adapters: the name --adapter takes -> the module (in this package) whose
-# make(**options) builds it. One line per adapter.
-BUILT_IN = {
-    "conformance": "conformance",
-    "ms-swift": "ms_swift",
-    "open-clip": "open_clip",
-    "open-clip-siglip": "open_clip_siglip",
-    "lightly": "lightly_ntxent",
-    "sentence-transformers": "sentence_transformers",
-    "pytorch-metric-learning": "pytorch_metric_learning",
-    "pylate": "pylate",
-}
-
-
-def load_adapter(spec):
-    kind = spec["kind"]
-    options = {k: v for k, v in spec.items() if k != "kind"}
-    if kind in BUILT_IN:
-        module = importlib.import_module(f"{__name__}.{BUILT_IN[kind]}")
-        return module.make(**options)
-    module_name, sep, function = kind.partition(":")
-    if not sep or not module_name or not function:
-        names = ", ".join(BUILT_IN)
-        raise ValueError(f"--adapter {kind}: expected one of {names}, or MODULE:FUNCTION")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ValueError(f"--adapter {kind}: cannot import {module_name}: {e}") from e
-    factory = getattr(module, function, None)
-    if factory is None:
-        raise ValueError(f"--adapter {kind}: {module_name} has no {function}")
-    return factory(**options)
+from ..runtime.adapter_spec import BUILT_IN, load_adapter  # noqa: F401 - this package's API

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 
 import torch
 
-from ..case import CaseError
+from ..cases.case import CaseError
 
 
 def boolean(value, name):

@@ -23,8 +23,8 @@ import threading
 import numpy as np
 import torch.distributed
 
-from ..case import CaseError
-from ..standin import gather_object
+from ..cases.case import CaseError
+from ..runtime.standin import gather_object
 
 _current = threading.local()  # .ctx: the RankContext whose loss runs on this thread
 

@@ -1,4 +1,4 @@
-"""The `conformance` adapter: the SPEC's own torch reading (infonce_sim.spec) on one rank.
+"""The `conformance` adapter: the SPEC's own torch reading (infonce_sim.cases.spec) on one rank.
 
 `--option families=infonce,clip,ntxent,siglip` declares the families it runs beyond the
 default infonce and clip (NT-Xent and SigLIP: strategic.py, at every strategy point).
@@ -17,8 +17,11 @@ import dataclasses
 
 import torch
 
-from ..rank import Collective
-from ..spec import compensation_scale, infonce_loss
+from ..cases.spec import compensation_scale, infonce_loss
+from ..cases.strategy import GATHERS, REDUCTIONS, SCOPES, Strategy
+from ..runtime.gathers import gather_objects, gather_tensors
+from ..runtime.strategic import (clip_strategy_loss, infonce_strategy_loss,
+                                 ntxent_strategy_loss, siglip_strategy_loss)
 
 FAMILIES = ("infonce", "clip", "ntxent", "siglip")  # what it runs (--option families=)
 SUPPORTS = {
@@ -44,38 +47,9 @@ SUPPORTS = {
 }
 
 
-def _gather_tensors(tensors, group):
-    """Tensor path: all-gather the row counts first, then each zero-padded tensor."""
-    rows = torch.tensor([t.shape[0] for t in tensors], dtype=torch.int64)
-    all_rows = yield Collective("all_gather", rows, group, shared=True)
-    counts = [r.tolist() for r in all_rows]  # [member] -> rows of each tensor
-    out = []
-    for i, value in enumerate(tensors):
-        longest = max(max(c[i] for c in counts), 1)  # gloo does not gather empty tensors
-        gathered = yield Collective("all_gather", _padded(value, longest), group, shared=True)
-        # (a member's whole tensor is itself: the slice would be a view of every row)
-        out.append([t if t.shape[0] == c[i] else t[:c[i]] for t, c in zip(gathered, counts)])
-    return out
-
-
-def _padded(value, rows):
-    """value with zero rows appended up to `rows`; value itself when it has that many."""
-    if value.shape[0] == rows:
-        return value  # (shared: every receiver only reads it)
-    padded = torch.zeros((rows,) + tuple(value.shape[1:]), dtype=value.dtype)
-    padded[:value.shape[0]] = value
-    return padded
-
-
-def _gather_objects(tensors, group):
-    """Object path: one all_gather_object of the tuple; [tensor] -> every member's."""
-    out = yield Collective("all_gather_object", tuple(tensors), group, shared=True)
-    return [[member[i] for member in out] for i in range(len(tensors))]
-
-
 def gather_over_dp_group(ctx, embeddings, labels):
     """Every DP rank's embeddings and labels in slot order; own live rows in slot dp_rank."""
-    gather = _gather_objects if ctx.case.gather == "object" else _gather_tensors
+    gather = gather_objects if ctx.case.gather == "object" else gather_tensors
     # (what is gathered is detached: the senders send detached tensors, or copies of them)
     slots, all_labels = yield from gather((embeddings.detach(), labels), ctx.dp_group)
     slots = list(slots)
@@ -84,7 +58,7 @@ def gather_over_dp_group(ctx, embeddings, labels):
 
 
 class ConformanceAdapter:
-    name = "conformance: the SPEC's torch reading (infonce_sim.spec)"
+    name = "conformance: the SPEC's torch reading (infonce_sim.cases.spec)"
     # The only generator its code draws from: numpy's global one (hard-negative padding,
     # spec.numpy_choice). The in-process runtime keeps just that one per rank.
     random_generators = ("numpy",)
@@ -111,8 +85,7 @@ class ConformanceAdapter:
         return dataclasses.replace(case, strategy=self.point)
 
     def loss(self, ctx, embeddings, labels):
-        if ctx.case.strategy is not None or ctx.case.learnable_temperature:
-            from ..strategic import infonce_strategy_loss  # issue 13's keys
+        if ctx.case.strategy is not None or ctx.case.learnable_temperature:  # issue 13's keys
             return (yield from infonce_strategy_loss(ctx, embeddings, labels))
         if ctx.case.loss.use_batch and ctx.dp > 1:
             embeddings, labels = yield from gather_over_dp_group(ctx, embeddings, labels)
@@ -124,22 +97,18 @@ class ConformanceAdapter:
         return loss * scale, loss
 
     def clip_loss(self, ctx, image, text, logit_scale, logit_bias):
-        from ..strategic import clip_strategy_loss
         return (yield from clip_strategy_loss(ctx, image, text, logit_scale, logit_bias))
 
     def ntxent_loss(self, ctx, first, second):
-        from ..strategic import ntxent_strategy_loss
         return (yield from ntxent_strategy_loss(ctx, first, second))
 
     def siglip_loss(self, ctx, image, text):
-        from ..strategic import siglip_strategy_loss
         return (yield from siglip_strategy_loss(ctx, image, text))
 
 
 def parse_point(text):
     """'gather/scope/scale-S/reduction[/world]' (docs/strategies.md) as a Strategy: a
     trailing /world gathers over the default (world) group, every shard R times."""
-    from ..strategy import GATHERS, REDUCTIONS, SCOPES, Strategy
     scales = {"scale-1": "none", "scale-P": "P", "scale-W": "W"}
     parts = text.split("/")
     group = "dp"

@@ -34,8 +34,10 @@ import inspect
 import torch
 import torch.nn.functional as F
 
+from ..cases.spec import normalized, torch_dtype
+from . import backend
+from .inprocess import RandomStates, backward_scalars, blocking_fulfil, reduce_gradients
 from .rank import Collective, RankContext, StepFailed, drive, micro_step_loop
-from .spec import normalized, torch_dtype
 
 
 TWO_TOWERS = ("clip", "siglip")  # the families whose replica is two towers (image, text)
@@ -350,12 +352,7 @@ def result_of(case, losses, per_rank_grads, reduce):
 
 
 def run_inprocess(runtime, adapter, case, replays_draws=True):
-    """InProcessRuntime.run for these cases (see inprocess.py)."""
-    from . import backend
-    from .inprocess import backward_scalars, bind_thread, blocking_fulfil, reduce_gradients
-
-    from .inprocess import RandomStates
-
+    """InProcessRuntime.run for these cases (see inprocess_runtime.py)."""
     world = runtime.world(case.world)
     for rank in world.ranks:
         rank.reset()
@@ -382,7 +379,7 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
     if threaded:
         def blocking(ctx):
             def run():
-                bind_thread(world, ctx)
+                backend.bind_thread(world, ctx)
                 return drive(family_rank_program(adapter, ctx), blocking_fulfil(world))
             return run
 
@@ -414,52 +411,4 @@ def run_inprocess(runtime, adapter, case, replays_draws=True):
     out = result_of(case, losses, per_rank, reduce_gradients)
     if case.family == "infonce":
         out["padding_draws"] = [[ctx.draws[m] for ctx in contexts] for m in range(case.steps)]
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# Real DDP (one rank's step in its process)
-# --------------------------------------------------------------------------------------
-
-
-def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
-    """ddp.rank_step for these cases: the replica under DistributedDataParallel."""
-    from .ddp import PoolError, _agree_on_failure, _fulfil, _null, dp_groups_for, wrap_and_seed
-
-    dtype = torch_dtype(case)
-    replica = world_rank % case.replicas
-    group = dp_groups_for(case.world, case.dp, group_cache)[replica]
-    if case.family in TWO_TOWERS:
-        module, encoders, direct = two_tower_replica(case, dtype)
-    else:
-        module = torch.nn.Linear(len(case.weight[0]), len(case.weight), bias=False).to(dtype)
-        with torch.no_grad():
-            module.weight.copy_(torch.tensor(case.weight, dtype=dtype))
-        encoders = {"weight": module.weight}
-        direct = {}
-        if case.learnable_temperature:
-            module.inverse_temperature = inverse_temperature_parameter(case, dtype)
-            direct = {"inverse_temperature": module.inverse_temperature}
-    model = wrap_and_seed(module, case, world_rank, group)
-    ctx = context_class(case)(case, world_rank, model, group, replays_draws, None, encoders, direct)
-    ctx.sync_context = lambda last: model.no_sync() if not last else _null()
-    ctx.autograd_gather = ddp_autograd_gather
-    reported = drive(family_rank_program(adapter, ctx, agree_on_failure=_agree_on_failure),
-                     _fulfil)
-    grads = {}
-    for name, p in {**encoders, **direct}.items():
-        if p.grad is None:
-            raise PoolError(f"the parameter {name} received no gradient")
-        grads[name] = p.grad.to(torch.float64).tolist()
-    return {"loss": reported, "grads_by_name": grads, "draws": ctx.draws}
-
-
-def ddp_result(case, reports):
-    """DdpRuntime.run's result from every rank's ddp_rank_step report."""
-    per_rank = [{name: torch.tensor(g, dtype=torch.float64)
-                 for name, g in reports[w]["grads_by_name"].items()} for w in range(case.world)]
-    out = result_of(case, [reports[w]["loss"] for w in range(case.world)], per_rank, None)
-    if case.family == "infonce":
-        out["padding_draws"] = [[reports[w]["draws"][m] for w in range(case.world)]
-                                for m in range(case.steps)]
     return out

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 import torch.nn.modules.module as _module
 
-from .spec import DrawStream, normalized, numpy_choice, shard_inputs, torch_dtype
+from ..cases.spec import DrawStream, normalized, numpy_choice, shard_inputs, torch_dtype
 
 
 class Collective:

@@ -439,3 +439,10 @@ class InProcessGroup(dist.ProcessGroup):
     def recv_anysource(self, tensors: list, tag: int) -> dist.Work:
         raise UnsupportedOperation("recv from any source (src=None) is not supported "
                                    "in-process: name the source rank")
+
+
+def bind_thread(world, ctx):
+    """Thread mode, first thing on the rank's thread: its torch default group, and the
+    torch group of its DP group as ctx.dp_group (what the adapter passes to torch)."""
+    bind_rank(world, ctx.world_rank)
+    ctx.dp_group = dp_group(world, ctx.dp, ctx.replica)

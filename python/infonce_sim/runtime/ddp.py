@@ -22,6 +22,9 @@ import torch.distributed as dist
 import torch.multiprocessing as torch_mp
 from torch.nn.parallel import DistributedDataParallel
 
+from ..cases.spec import torch_dtype
+from . import families
+from .adapter_spec import load_adapter
 from .rank import RankContext, drive, rank_program, seed_value
 
 
@@ -93,10 +96,8 @@ def wrap_and_seed(module, case, world_rank, group):
 
 def rank_step(adapter, case, world_rank, group_cache, replays_draws):
     """One data-parallel step on this rank under DDP; returns its report."""
-    from . import families
-
     if families.of(case) is not None:  # a strategy, a learnable temperature, CLIP
-        return families.ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws)
+        return ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws)
     dtype = torch.float64 if case.dtype == "float64" else torch.float32
     replica = world_rank % case.replicas
     group = dp_groups_for(case.world, case.dp, group_cache)[replica]
@@ -125,7 +126,6 @@ def _worker_main(world_rank, world, port, adapter_spec, tasks, results):
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
     torch.set_num_threads(1)
     try:
-        from .adapters import load_adapter
         adapter = load_adapter(adapter_spec)
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=world_rank,
                                 world_size=world, timeout=datetime.timedelta(seconds=120))
@@ -255,10 +255,8 @@ class DdpRuntime:
         errors = [reports[w]["error"] for w in range(case.world) if "error" in reports[w]]
         if errors:
             raise PoolError(errors[0])
-        from . import families
-
         if families.of(case) is not None:
-            return families.ddp_result(case, reports)
+            return ddp_result(case, reports)
         grads = [torch.tensor(reports[w]["grad"], dtype=torch.float64) for w in range(case.world)]
         return {
             "losses": [reports[w]["loss"] for w in range(case.world)],
@@ -271,3 +269,51 @@ class DdpRuntime:
     def close(self):
         for world in list(self.pools):
             self.discard(world)
+
+
+# --------------------------------------------------------------------------------------
+# Real DDP (one rank's step in its process)
+# --------------------------------------------------------------------------------------
+
+
+def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
+    """rank_step for a case of families.py: the replica under DistributedDataParallel."""
+    dtype = torch_dtype(case)
+    replica = world_rank % case.replicas
+    group = dp_groups_for(case.world, case.dp, group_cache)[replica]
+    if case.family in families.TWO_TOWERS:
+        module, encoders, direct = families.two_tower_replica(case, dtype)
+    else:
+        module = torch.nn.Linear(len(case.weight[0]), len(case.weight), bias=False).to(dtype)
+        with torch.no_grad():
+            module.weight.copy_(torch.tensor(case.weight, dtype=dtype))
+        encoders = {"weight": module.weight}
+        direct = {}
+        if case.learnable_temperature:
+            module.inverse_temperature = families.inverse_temperature_parameter(case, dtype)
+            direct = {"inverse_temperature": module.inverse_temperature}
+    model = wrap_and_seed(module, case, world_rank, group)
+    ctx = families.context_class(case)(case, world_rank, model, group, replays_draws, None,
+                                       encoders, direct)
+    ctx.sync_context = lambda last: model.no_sync() if not last else _null()
+    ctx.autograd_gather = families.ddp_autograd_gather
+    reported = drive(families.family_rank_program(adapter, ctx,
+                                                  agree_on_failure=_agree_on_failure),
+                     _fulfil)
+    grads = {}
+    for name, p in {**encoders, **direct}.items():
+        if p.grad is None:
+            raise PoolError(f"the parameter {name} received no gradient")
+        grads[name] = p.grad.to(torch.float64).tolist()
+    return {"loss": reported, "grads_by_name": grads, "draws": ctx.draws}
+
+
+def ddp_result(case, reports):
+    """DdpRuntime.run's result from every rank's ddp_rank_step report."""
+    per_rank = [{name: torch.tensor(g, dtype=torch.float64)
+                 for name, g in reports[w]["grads_by_name"].items()} for w in range(case.world)]
+    out = families.result_of(case, [reports[w]["loss"] for w in range(case.world)], per_rank, None)
+    if case.family == "infonce":
+        out["padding_draws"] = [[reports[w]["draws"][m] for w in range(case.world)]
+                                for m in range(case.steps)]
+    return out

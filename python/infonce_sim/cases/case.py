@@ -4,8 +4,9 @@ Every error names the key (CaseError); the worker answers such a request with an
 """
 
 import dataclasses
-import json
 import math
+
+from .strategy import StrategyError, parse_strategy
 
 
 class CaseError(Exception):
@@ -162,7 +163,6 @@ def _parse_format_and_mesh(obj):
 
 def _parse_step_keys(obj):
     """The keys every loss family's case has: reduction, gather, compensate, strategy."""
-    from .strategy import StrategyError, parse_strategy
     reduction = _choice(obj["reduction"], "reduction", ("mean", "sum"))
     compensate = _bool(obj["compensate"], "compensate")
     try:
@@ -236,21 +236,8 @@ def _parse_expect(obj, rows, cols):
     return expect
 
 
-def parse_case(obj):
-    """An InfoNCE case (Case), or with `"family": "clip"` a CLIP case (clip_case.ClipCase),
-    with `"family": "ntxent"` an NT-Xent case (ntxent_case.NtXentCase), with `"family":
-    "siglip"` a SigLIP case (siglip_case.SiglipCase)."""
-    if isinstance(obj, dict) and "family" in obj:
-        family = _choice(obj["family"], "family", ("infonce", "clip", "ntxent", "siglip"))
-        if family == "clip":
-            from .clip_case import parse_clip_case
-            return parse_clip_case(obj)
-        if family == "ntxent":
-            from .ntxent_case import parse_ntxent_case
-            return parse_ntxent_case(obj)
-        if family == "siglip":
-            from .siglip_case import parse_siglip_case
-            return parse_siglip_case(obj)
+def parse_infonce_case(obj):
+    """An InfoNCE case (Case); case_families.parse_case reads the other families."""
     top = ("format", "mesh", "reduction", "gather", "compensate", "loss", "encoder",
            "accumulation", "rng", "batches")
     # "found" (how a property campaign found the case) is metadata: not read here.
@@ -292,13 +279,3 @@ def parse_case(obj):
         strategy=step["strategy"],
         learnable_temperature=_bool(obj.get("learnable_temperature", False),
                                     "learnable_temperature"))
-
-
-def load_case(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
-    except (OSError, ValueError) as e:
-        raise CaseError(f"cannot read: {e}") from e
-    return parse_case(obj)
-

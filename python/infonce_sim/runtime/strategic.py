@@ -32,11 +32,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .adapters.conformance import _gather_objects, _gather_tensors
-from .case import CaseError
+from ..cases.case import CaseError
+from ..cases.spec import infonce_loss, resize_groups, split_groups
+from ..cases.strategy import effective_strategy, gather_group, has_gather
+from .gathers import gather_objects, gather_tensors
 from .rank import Collective
-from .spec import infonce_loss, resize_groups, split_groups
-from .strategy import effective_strategy, gather_group, has_gather
 
 
 def scaled(loss, scale):
@@ -68,7 +68,7 @@ def _temper(logits, settings, tau):
 def detached_gather(ctx, tensors):
     """The case's gather path (object or tensor) of each tensor, every slot a constant:
     [tensor] -> every member's, in slot order."""
-    gather = _gather_objects if ctx.case.gather == "object" else _gather_tensors
+    gather = gather_objects if ctx.case.gather == "object" else gather_tensors
     gathered = yield from gather(tuple(t.detach() for t in tensors), gather_group(ctx)[0])
     return [[s.detach() for s in slots] for slots in gathered]
 

@@ -39,7 +39,7 @@ import threading
 import numpy as np
 import torch
 
-from .rank import Collective, RankContext, drive, is_generator_adapter, rank_program, seed_value
+from .rank import Collective, seed_value
 
 
 class RuntimeError_(Exception):
@@ -689,82 +689,6 @@ def reduce_gradients(case, grads):
     return out
 
 
-class InProcessRuntime:
-    """Runs cases on virtual ranks; keeps one World per world size."""
-
-    name = "in-process"
-
-    def __init__(self):
-        self.worlds = {}
-
-    def world(self, size):
-        if size not in self.worlds:
-            self.worlds[size] = World(size)
-        return self.worlds[size]
-
-    def run(self, adapter, case, replays_draws=True):
-        """{losses, grad, grads, padding_draws} of one case (raises on a failed step)."""
-        from . import backend, families  # backend: only for threaded adapters
-
-        if families.of(case) is not None:  # a strategy, a learnable temperature, CLIP
-            return families.run_inprocess(self, adapter, case, replays_draws)
-
-        world = self.world(case.world)
-        for rank in world.ranks:
-            rank.reset()
-        world._seed_rng(case, getattr(adapter, "random_generators", RandomStates.GENERATORS))
-        dtype = torch.float64 if case.dtype == "float64" else torch.float32
-        weight = torch.tensor(case.weight, dtype=dtype)
-        inputs = {}  # (micro, DP shard) -> (x, labels): replicas read the same input tensors
-        contexts = [
-            RankContext(case, w, model, world.dp_group(case, w % case.replicas), replays_draws,
-                        inputs)
-            for w, model in enumerate(world.replicas(weight))
-        ]
-        threaded = not is_generator_adapter(adapter)
-        if threaded:
-            programs = [_blocking_program(adapter, ctx, world) for ctx in contexts]
-            with backend.installed(world):
-                losses = world.run_ranks(programs, threaded=True)
-        else:
-            # Backward after every rank's last micro-step (accumulation sends nothing before,
-            # and nothing reads a gradient in between): one autograd call per micro-step for
-            # all ranks, in micro-step order, so each replica accumulates as it would alone.
-            roots = [[None] * case.world for _ in range(case.steps)]
-
-            def defer(ctx):
-                def backward(micro, scalar):
-                    roots[micro][ctx.world_rank] = scalar
-                return backward
-
-            losses = world.run_ranks(
-                [rank_program(adapter, ctx, backward=defer(ctx), generator=True)
-                 for ctx in contexts], threaded=False)
-            for micro_roots in roots:
-                backward_scalars(micro_roots)
-        grads = reduce_gradients(case, [ctx.model.weight.grad for ctx in contexts])
-        return {
-            "losses": losses,
-            "grad": grads[0],
-            "grads": grads,
-            "padding_draws": [[ctx.draws[m] for ctx in contexts] for m in range(case.steps)],
-        }
-
-    def close(self):
-        for world in self.worlds.values():
-            world.close()
-        self.worlds.clear()
-
-
-def bind_thread(world, ctx):
-    """Thread mode, first thing on the rank's thread: its torch default group, and the
-    torch group of its DP group as ctx.dp_group (what the adapter passes to torch)."""
-    from . import backend
-
-    backend.bind_rank(world, ctx.world_rank)
-    ctx.dp_group = backend.dp_group(world, ctx.dp, ctx.replica)
-
-
 def blocking_fulfil(world):
     """Thread mode: a yielded Collective (if any), done by a blocking collective."""
 
@@ -774,13 +698,3 @@ def blocking_fulfil(world):
         return _deliver(request, result)
 
     return fulfil
-
-
-def _blocking_program(adapter, ctx, world):
-    """Thread mode: the rank program, its yields (if any) fulfilled by blocking collectives."""
-
-    def run():
-        bind_thread(world, ctx)
-        return drive(rank_program(adapter, ctx), blocking_fulfil(world))
-
-    return run
