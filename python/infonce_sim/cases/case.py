@@ -194,6 +194,27 @@ def _parse_loss(obj):
         include_dd=_bool(obj["include_dd"], "loss.include_dd"))
 
 
+def _parse_row_pairs(value, family, steps, dp, keys, features, meaning):
+    """The batches `[A][P] {keys[0]: n x features[0], keys[1]: n x features[1]}` of a
+    two-row family (CLIP and SigLIP: image and text; NT-Xent: its two views), row i of
+    each being one pair (`meaning`, said in the error)."""
+    first_key, second_key = keys
+    out = []
+    for m, shards in enumerate(_list(value, f"{family}.batches", steps)):
+        row = []
+        for d, shard in enumerate(_list(shards, f"{family}.batches[{m}]", dp)):
+            where = f"{family}.batches[{m}][{d}]"
+            _check_keys(shard, f"{where}.", keys)
+            first = _matrix(shard[first_key], f"{where}.{first_key}", features[0])
+            second = _matrix(shard[second_key], f"{where}.{second_key}", features[1])
+            if len(first) != len(second):
+                raise CaseError(f"{where}.{second_key}: {len(second)} rows, {first_key} has "
+                                f"{len(first)} ({meaning})")
+            row.append((first, second))
+        out.append(row)
+    return out
+
+
 def _parse_batches(value, steps, dp, features):
     micros = _list(value, "batches", steps)
     for m, shards in enumerate(micros):

@@ -8,8 +8,8 @@ the optional logit bias and the paired batches `[A][P] {"image": n x F_image,
 
 import dataclasses
 
-from .case import (CaseError, _bool, _check_keys, _choice, _int, _list, _matrix, _number,
-                   _parse_format_and_mesh, _parse_step_keys)
+from .case import (CaseError, _bool, _check_keys, _choice, _int, _matrix, _number,
+                   _parse_format_and_mesh, _parse_row_pairs, _parse_step_keys)
 
 
 @dataclasses.dataclass
@@ -54,24 +54,6 @@ def _tower(obj, key):
             _matrix(obj["weight"], f"clip.{key}.weight"))
 
 
-def _parse_batches(value, steps, dp, image_features, text_features):
-    micros = _list(value, "clip.batches", steps)
-    out = []
-    for m, shards in enumerate(micros):
-        row = []
-        for d, shard in enumerate(_list(shards, f"clip.batches[{m}]", dp)):
-            where = f"clip.batches[{m}][{d}]"
-            _check_keys(shard, f"{where}.", ("image", "text"))
-            image = _matrix(shard["image"], f"{where}.image", image_features)
-            text = _matrix(shard["text"], f"{where}.text", text_features)
-            if len(image) != len(text):
-                raise CaseError(f"{where}.text: {len(text)} rows, image has {len(image)} "
-                                "(row i of each is one pair)")
-            row.append((image, text))
-        out.append(row)
-    return out
-
-
 def parse_clip_case(obj) -> ClipCase:
     top = ("format", "family", "mesh", "reduction", "gather", "compensate", "clip",
            "accumulation")
@@ -101,8 +83,9 @@ def parse_clip_case(obj) -> ClipCase:
         text_weight=text_weight,
         log_logit_scale=_number(clip["log_logit_scale"], "clip.log_logit_scale"),
         logit_bias=None if bias is None else _number(bias, "clip.logit_bias"),
-        batches=_parse_batches(clip["batches"], steps, dp, len(image_weight[0]),
-                               len(text_weight[0])),
+        batches=_parse_row_pairs(clip["batches"], "clip", steps, dp, ("image", "text"),
+                                 (len(image_weight[0]), len(text_weight[0])),
+                                 "row i of each is one pair"),
         steps=steps,
         ga_normalize=_bool(obj["accumulation"]["normalize"], "accumulation.normalize"),
         dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),

@@ -9,8 +9,8 @@ parameter, as for InfoNCE.
 
 import dataclasses
 
-from .case import (CaseError, _bool, _check_keys, _choice, _int, _list, _matrix, _number,
-                   _parse_format_and_mesh, _parse_step_keys)
+from .case import (CaseError, _bool, _check_keys, _choice, _int, _matrix, _number,
+                   _parse_format_and_mesh, _parse_row_pairs, _parse_step_keys)
 
 
 @dataclasses.dataclass
@@ -46,23 +46,6 @@ class NtXentCase:
         return len(self.weight)
 
 
-def _parse_batches(value, steps, dp, features):
-    out = []
-    for m, shards in enumerate(_list(value, "ntxent.batches", steps)):
-        row = []
-        for d, shard in enumerate(_list(shards, f"ntxent.batches[{m}]", dp)):
-            where = f"ntxent.batches[{m}][{d}]"
-            _check_keys(shard, f"{where}.", ("first", "second"))
-            first = _matrix(shard["first"], f"{where}.first", features)
-            second = _matrix(shard["second"], f"{where}.second", features)
-            if len(first) != len(second):
-                raise CaseError(f"{where}.second: {len(second)} rows, first has {len(first)} "
-                                "(row i of each is one sample's two views)")
-            row.append((first, second))
-        out.append(row)
-    return out
-
-
 def parse_ntxent_case(obj) -> NtXentCase:
     top = ("format", "family", "mesh", "reduction", "gather", "compensate", "ntxent",
            "accumulation")
@@ -87,7 +70,9 @@ def parse_ntxent_case(obj) -> NtXentCase:
         normalize=_bool(ntxent["encoder"]["normalize"], "ntxent.encoder.normalize"),
         weight=weight,
         temperature=temperature,
-        batches=_parse_batches(ntxent["batches"], steps, dp, len(weight[0])),
+        batches=_parse_row_pairs(ntxent["batches"], "ntxent", steps, dp, ("first", "second"),
+                                 (len(weight[0]), len(weight[0])),
+                                 "row i of each is one sample's two views"),
         steps=steps,
         ga_normalize=_bool(obj["accumulation"]["normalize"], "accumulation.normalize"),
         dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),

@@ -10,8 +10,8 @@ n x F_image, "text": n x F_text}` (n >= 1 pairs per shard, may differ between sh
 
 import dataclasses
 
-from .case import (CaseError, _bool, _check_keys, _choice, _int, _list, _matrix, _number,
-                   _parse_format_and_mesh, _parse_step_keys)
+from .case import (CaseError, _bool, _check_keys, _choice, _int, _matrix, _number,
+                   _parse_format_and_mesh, _parse_row_pairs, _parse_step_keys)
 
 
 @dataclasses.dataclass
@@ -58,23 +58,6 @@ class SiglipCase:
         return [row[self.image_features:] for row in self.weight]
 
 
-def _parse_batches(value, steps, dp, image_features, text_features):
-    out = []
-    for m, shards in enumerate(_list(value, "siglip.batches", steps)):
-        row = []
-        for d, shard in enumerate(_list(shards, f"siglip.batches[{m}]", dp)):
-            where = f"siglip.batches[{m}][{d}]"
-            _check_keys(shard, f"{where}.", ("image", "text"))
-            image = _matrix(shard["image"], f"{where}.image", image_features)
-            text = _matrix(shard["text"], f"{where}.text", text_features)
-            if len(image) != len(text):
-                raise CaseError(f"{where}.text: {len(text)} rows, image has {len(image)} "
-                                "(row i of each is one pair)")
-            row.append((image, text))
-        out.append(row)
-    return out
-
-
 def parse_siglip_case(obj) -> SiglipCase:
     top = ("format", "family", "mesh", "reduction", "gather", "compensate", "encoder", "siglip",
            "accumulation")
@@ -107,8 +90,9 @@ def parse_siglip_case(obj) -> SiglipCase:
         text_normalize=_bool(siglip["text_normalize"], "siglip.text_normalize"),
         log_scale=log_scale,
         bias=_number(siglip["bias"], "siglip.bias"),
-        batches=_parse_batches(siglip["batches"], steps, dp, image_features,
-                               columns - image_features),
+        batches=_parse_row_pairs(siglip["batches"], "siglip", steps, dp, ("image", "text"),
+                                 (image_features, columns - image_features),
+                                 "row i of each is one pair"),
         steps=steps,
         ga_normalize=_bool(obj["accumulation"]["normalize"], "accumulation.normalize"),
         dtype=_choice(obj.get("dtype", "float64"), "dtype", ("float64", "float32")),
