@@ -117,6 +117,29 @@ CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std
                           : check_case(c, property_options);
 }
 
+// A generated case as a worker checks it.
+struct Prepared {
+  CaseSpec spec;
+  Case c;
+  PropertyOptions options;
+};
+
+Prepared prepare(const CampaignOptions& options, std::int64_t index) {
+  CaseSpec spec = generate_spec(options.seed, index, options.limits);
+  Case c = case_of(spec, options);
+  PropertyOptions property_options = property_options_of(options, spec, index);
+  return {std::move(spec), std::move(c), property_options};
+}
+
+// The verdict of `now` on worker `job`, an external step told of `next`
+// (the same verdict as verdict_of's: the step may only start `next` early).
+CaseVerdict verdict_before(const Prepared& now, const Prepared* next,
+                           const CampaignOptions& options, std::int32_t job) {
+  if (!options.external) return check_case(now.c, now.options);
+  if (!next) return options.external->check(now.c, job, now.options);
+  return options.external->check_before(now.c, job, now.options, {next->c, next->options});
+}
+
 // --- the self-check
 
 std::uint64_t bits_of(double value) {
@@ -368,6 +391,8 @@ class Campaign {
     work.record.block = block;
     const std::int64_t first = block * kBlockCases;
     const std::int64_t end = std::min(first + kBlockCases, options_.cases);
+    // An external step is told the block's next case, to start it early.
+    std::optional<Prepared> next;
     for (std::int64_t index = first; index < end; ++index) {
       if (index > failure_min_.load()) {
         work.aborted = true;
@@ -379,15 +404,19 @@ class Campaign {
         work.truncated = true;
         break;
       }
-      if (check_one(index, job, work)) break;
+      Prepared now = next ? std::move(*next) : prepare(options_, index);
+      next.reset();
+      if (options_.external && index + 1 < end) next = prepare(options_, index + 1);
+      if (check_one(now, next ? &*next : nullptr, job, work)) break;
     }
     return work;
   }
 
-  // Checks case `index` into the block; true if it failed.
-  bool check_one(std::int64_t index, std::int32_t job, BlockWork& work) {
-    const CaseSpec spec = generate_spec(options_.seed, index, options_.limits);
-    const CaseVerdict verdict = verdict_of(spec, options_, job, index);
+  // Checks case `now.options.case_index` into the block; true if it failed.
+  bool check_one(const Prepared& now, const Prepared* next, std::int32_t job, BlockWork& work) {
+    const std::int64_t index = now.options.case_index;
+    const CaseSpec& spec = now.spec;
+    const CaseVerdict verdict = verdict_before(now, next, options_, job);
     tally(verdict, spec, work.record.tally);
     if (options_.self_check && index % std::max<std::int64_t>(1, options_.self_check_every) == 0) {
       ++work.record.tally.self_checked;
@@ -619,9 +648,9 @@ void shrink_structure(std::int64_t index, const std::string& property,
         structural_shrinks(failure.shrunk, options.limits.restriction);
     for (std::size_t first = 0; !shrunk && first < specs.size(); first += jobs) {
       std::vector<Candidate> batch;
-      for (std::size_t i = first; i < specs.size() && i < first + jobs &&
-                                  evaluations + static_cast<std::int32_t>(batch.size()) <
-                                      options.max_shrink_evaluations;
+      for (std::size_t i = first;
+           i < specs.size() && i < first + jobs &&
+           evaluations + static_cast<std::int32_t>(batch.size()) < options.max_shrink_evaluations;
            ++i) {
         batch.push_back({rc::shrinkable::just(specs[i]), specs[i]});
       }

@@ -19,6 +19,20 @@ class ExternalStep {
   // `options`: the case's, of which an external step uses the oracle's mode
   // and the case index.
   virtual CaseVerdict check(const Case& c, std::int32_t job, const PropertyOptions& options) = 0;
+
+  // The case the job checks after this one, as far as the campaign knows
+  // (a failure or the clock may end the run first).
+  struct Upcoming {
+    const Case& c;
+    const PropertyOptions& options;
+  };
+  // check(), told what comes next: a step may start `next` while it judges
+  // `c`. The verdicts must be check()'s.
+  virtual CaseVerdict check_before(const Case& c, std::int32_t job, const PropertyOptions& options,
+                                   const Upcoming& next) {
+    static_cast<void>(next);
+    return check(c, job, options);
+  }
 };
 
 }  // namespace infonce::properties

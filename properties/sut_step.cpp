@@ -219,21 +219,56 @@ void judge_rank_local_losses(const Case& c, const step::ReferenceValues& referen
 
 }  // namespace
 
-CaseVerdict check_external_case(const Case& c, sut::Session& session,
-                                const PropertyOptions& options) {
-  CaseVerdict verdict;
-  verdict.schedule_checked = false;
+namespace {
+
+// The reference of a case that will be sent: nullopt (and `verdict` says why)
+// if the case is discarded instead.
+std::optional<step::ReferenceValues> reference_to_send(const Case& c, const sut::Supports& supports,
+                                                       const PropertyOptions& options,
+                                                       CaseVerdict& verdict) {
   std::optional<step::ReferenceValues> found = reference_or_discard(c, options.oracle, verdict);
-  if (!found) return verdict;
-  step::ReferenceValues reference = std::move(*found);
-  const sut::Supports& supports = session.handshake().supports;
+  if (!found) return std::nullopt;
   if (const auto axis = sut::outside_supports(c, supports)) {
     // Generation stays inside the handshake; a case that does not is never sent.
     verdict.discarded = true;
     verdict.discard_reason = "outside the SUT's handshake (" + *axis + "): not sent";
-    return verdict;
+    return std::nullopt;
+  }
+  return found;
+}
+
+}  // namespace
+
+CaseVerdict check_external_case(const Case& c, sut::Session& session,
+                                const PropertyOptions& options, const ExternalStep::Upcoming* next,
+                                SentAhead& ahead) {
+  CaseVerdict verdict;
+  verdict.schedule_checked = false;
+  const sut::Supports& supports = session.handshake().supports;
+  // Sent ahead by the previous check: its reference was computed then.
+  std::optional<step::ReferenceValues> found;
+  if (session.claim(c)) {
+    INFONCE_ASSERT(ahead.reference);
+    found = std::move(ahead.reference);
+  } else {
+    found = reference_to_send(c, supports, options, verdict);
+    if (!found) return verdict;
+    session.start(c);
+  }
+  ahead.reference.reset();
+  step::ReferenceValues reference = std::move(*found);
+  // While the SUT computes `c`: the next case's reference, so that it can be
+  // sent as soon as `c`'s response is in, and computed while `c` is judged.
+  std::optional<step::ReferenceValues> next_reference;
+  if (next) {
+    CaseVerdict unused;
+    next_reference = reference_to_send(next->c, supports, next->options, unused);
   }
   const sut::StepOutcome outcome = session.run(c);
+  if (next_reference) {
+    session.send_ahead(next->c);
+    ahead.reference = std::move(next_reference);
+  }
   if (!outcome.declined.empty()) {
     verdict.discarded = true;
     verdict.declined = outcome.declined;
@@ -336,6 +371,7 @@ SutStep::SutStep(const std::string& command, double timeout_seconds, std::int32_
     }
   }
   sessions_ = std::move(sessions);
+  ahead_.resize(sessions_.size());
   restriction_ = restriction_of(handshake().supports);
 }
 
@@ -346,7 +382,15 @@ Case SutStep::adapt(Case c) const {
 
 CaseVerdict SutStep::check(const Case& c, std::int32_t job, const PropertyOptions& options) {
   INFONCE_ASSERT(job >= 0 && job < static_cast<std::int32_t>(sessions_.size()));
-  return check_external_case(c, *sessions_[static_cast<std::size_t>(job)], options);
+  const auto j = static_cast<std::size_t>(job);
+  return check_external_case(c, *sessions_[j], options, nullptr, ahead_[j]);
+}
+
+CaseVerdict SutStep::check_before(const Case& c, std::int32_t job, const PropertyOptions& options,
+                                  const Upcoming& next) {
+  INFONCE_ASSERT(job >= 0 && job < static_cast<std::int32_t>(sessions_.size()));
+  const auto j = static_cast<std::size_t>(job);
+  return check_external_case(c, *sessions_[j], options, &next, ahead_[j]);
 }
 
 }  // namespace infonce::properties

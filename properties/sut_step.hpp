@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,10 +30,20 @@ Restriction restriction_of(const sut::Supports& supports);
 // reference's).
 std::vector<std::string> handshake_notes(const sut::Supports& supports);
 
+// What a check sent ahead on its session: the reference of that case.
+struct SentAhead {
+  std::optional<step::ReferenceValues> reference;
+};
 // One case on one SUT session; the case is already adapted. `options`:
-// where oracle-agrees runs (its mode and the case's index).
+// where oracle-agrees runs (its mode and the case's index). `next`: the case
+// checked next on this session, if known (else nullptr). It is sent as soon
+// as `c`'s response is in, so that the SUT computes it while `c` is judged,
+// and its reference is computed while the SUT computes `c`. The SUT sees the
+// same requests (a case sent ahead and then not checked, after a failure or
+// at the clock's end, is answered and dropped). `ahead`: the session's.
 CaseVerdict check_external_case(const Case& c, sut::Session& session,
-                                const PropertyOptions& options);
+                                const PropertyOptions& options, const ExternalStep::Upcoming* next,
+                                SentAhead& ahead);
 
 // The SUT's step of `c` read as the harness reads a step (every rank's loss
 // and flat gradient: W's entries, then the direct parameters'), with the
@@ -65,9 +76,12 @@ class SutStep final : public ExternalStep {
 
   Case adapt(Case c) const override;
   CaseVerdict check(const Case& c, std::int32_t job, const PropertyOptions& options) override;
+  CaseVerdict check_before(const Case& c, std::int32_t job, const PropertyOptions& options,
+                           const Upcoming& next) override;
 
  private:
   std::vector<std::unique_ptr<sut::Session>> sessions_;
+  std::vector<SentAhead> ahead_;  // per session
   Restriction restriction_;
 };
 

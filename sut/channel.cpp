@@ -111,9 +111,27 @@ void Channel::start() {
 }
 
 std::string Channel::request(const std::string& line) {
-  INFONCE_ASSERT(line.find('\n') == std::string::npos);
-  pending_ = line + "\n";
+  post(line);
   return read_line();
+}
+
+void Channel::post(const std::string& line) {
+  INFONCE_ASSERT(line.find('\n') == std::string::npos);
+  INFONCE_ASSERT(alive());
+  pending_ += line;
+  pending_ += '\n';
+  if (stdin_fd_ >= 0) write_pending();
+}
+
+void Channel::write_pending() {
+  const ssize_t n = ::write(stdin_fd_, pending_.data(), pending_.size());
+  if (n > 0) {
+    pending_.erase(0, static_cast<std::size_t>(n));
+  } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+    // The child closed its stdin (or died): what it says next decides.
+    close_fd(stdin_fd_);
+    pending_.clear();
+  }
 }
 
 std::string Channel::read_line() {
@@ -150,16 +168,7 @@ void Channel::pump(bool want_line) {
         poll(fds, count, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (ready < 0 && errno == EINTR) continue;
     INFONCE_ASSERT(ready >= 0);
-    if (writing && fds[0].revents != 0) {
-      const ssize_t n = ::write(stdin_fd_, pending_.data(), pending_.size());
-      if (n > 0) {
-        pending_.erase(0, static_cast<std::size_t>(n));
-      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        // The child closed its stdin (or died): what it says next decides.
-        close_fd(stdin_fd_);
-        pending_.clear();
-      }
-    }
+    if (writing && fds[0].revents != 0) write_pending();
     if (stderr_fd_ >= 0 && fds[err_at].revents != 0) read_stderr_chunk();
     if (fds[out_at].revents != 0 && !read_stdout_chunk()) fail_exited("");
   }

@@ -39,6 +39,10 @@ class Channel {
   // Sends `line` + '\n' and waits for the next line of stdout (without its
   // '\n'), both within one timeout. Throws ChannelFault.
   std::string request(const std::string& line);
+  // Queues `line` + '\n' and writes what the pipe takes now, without waiting:
+  // the child can start on it while the caller works. The rest is written by
+  // the next read_line(). Never throws: a child that is gone shows in that read.
+  void post(const std::string& line);
   // The next line of stdout within the timeout (the handshake). Throws ChannelFault.
   std::string read_line();
 
@@ -57,6 +61,7 @@ class Channel {
   // Moves data between the pipes until a whole stdout line is buffered (or,
   // with want_line false, until `pending_` is written). Throws ChannelFault.
   void pump(bool want_line);
+  void write_pending();  // one non-blocking write of `pending_`
   void read_stderr_chunk();
   bool read_stdout_chunk();  // false at EOF
   [[noreturn]] void fail_exited(const std::string& when);

@@ -417,7 +417,12 @@ Handshake parse_handshake(std::string_view line) {
 }
 
 std::string encode_request(std::int64_t id, const Case& c, const Supports& supports) {
-  OrderedJson body = OrderedJson::parse(case_to_json(c));
+  return encode_request(id, case_to_json(c), supports);
+}
+
+std::string encode_request(std::int64_t id, const std::string& case_json,
+                           const Supports& supports) {
+  OrderedJson body = OrderedJson::parse(case_json);
   body.erase("expect");
   body.erase("found");
   if (!supports.declares("dtype")) body.erase("dtype");

@@ -84,6 +84,8 @@ Handshake parse_handshake(std::string_view line);
 // `found`, without an extension key the SUT did not declare, and without
 // `padding_draws` unless the SUT replays them.
 std::string encode_request(std::int64_t id, const Case& c, const Supports& supports);
+// The same, from the case file text of the case (case_to_json).
+std::string encode_request(std::int64_t id, const std::string& case_json, const Supports& supports);
 
 // What the SUT reports of one step.
 struct StepResult {

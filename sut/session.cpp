@@ -2,6 +2,7 @@
 
 #include "base/assert.hpp"
 #include "base/error.hpp"
+#include "casefile/case_json.hpp"
 
 namespace infonce::sut {
 namespace {
@@ -46,6 +47,13 @@ std::optional<std::string> Session::restart() {
 }
 
 StepOutcome Session::run(const Case& c) {
+  if (in_flight_ && in_flight_->claimed) {
+    settle();
+    StepOutcome outcome = std::move(*in_flight_->outcome);
+    in_flight_.reset();
+    return outcome;
+  }
+  if (in_flight_) settle();  // kept for the claim() of its own case
   if (!channel_ || !channel_->alive()) {
     if (auto problem = restart()) return {std::nullopt, *problem, true};
   }
@@ -57,6 +65,10 @@ StepOutcome Session::run(const Case& c) {
     channel_.reset();
     return {std::nullopt, std::string(fault.what()), true};
   }
+  return outcome_of(line, id, c);
+}
+
+StepOutcome Session::outcome_of(const std::string& line, std::int64_t id, const Case& c) {
   try {
     Response response = parse_response(line, id, c);
     if (!response.declined.empty()) return {std::nullopt, {}, false, response.declined};
@@ -69,6 +81,50 @@ StepOutcome Session::run(const Case& c) {
   } catch (const ProtocolError& e) {
     // A wrong shape is still an answer: the SUT keeps running.
     return {std::nullopt, std::string("malformed response: ") + e.what()};
+  }
+}
+
+void Session::send_ahead(const Case& c) {
+  post(c, false);
+}
+
+void Session::start(const Case& c) {
+  post(c, true);
+}
+
+void Session::post(const Case& c, bool claimed) {
+  INFONCE_ASSERT(!in_flight_);
+  // A SUT that is down is restarted by the run() that needs it.
+  if (!channel_ || !channel_->alive()) return;
+  InFlight request{next_id_++, case_to_json(c), c, claimed, std::nullopt};
+  channel_->post(encode_request(request.id, request.case_json, handshake_.supports));
+  in_flight_ = std::move(request);
+}
+
+bool Session::claim(const Case& c) {
+  if (!in_flight_) return false;
+  INFONCE_ASSERT(!in_flight_->claimed);
+  if (case_to_json(c) == in_flight_->case_json) {
+    in_flight_->claimed = true;
+    return true;
+  }
+  settle();  // its response must not be read as another request's
+  in_flight_.reset();
+  return false;
+}
+
+void Session::settle() {
+  INFONCE_ASSERT(in_flight_);
+  if (in_flight_->outcome) return;
+  if (!channel_ || !channel_->alive()) {  // ended while this was on its way
+    in_flight_->outcome = StepOutcome{std::nullopt, "the SUT ended before answering", true};
+    return;
+  }
+  try {
+    in_flight_->outcome = outcome_of(channel_->read_line(), in_flight_->id, in_flight_->c);
+  } catch (const ChannelFault& fault) {
+    channel_.reset();
+    in_flight_->outcome = StepOutcome{std::nullopt, std::string(fault.what()), true};
   }
 }
 

@@ -22,6 +22,8 @@ faulty cases shrinks like a real bug. MODE:
                 gather, float64, no hard negatives, no QQ/DD, mean), and a request outside it
                 is an error
   pass          no fault
+  log           no fault; every request's case is appended to MARKER_FILE (one JSON line each,
+                in the order the requests came)
 
 Honest SUTs whose handshake narrows an axis (no fault: `check --sut` must pass; a request
 outside the handshake is an error, so the harness must never send one). A "-bug" suffix adds
@@ -143,6 +145,9 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         case = request["case"]
+        if mode == "log":
+            with open(marker, "a") as log:
+                log.write(json.dumps(case, sort_keys=True) + "\n")
         if base_mode in HONEST:
             why = outside_honest(base_mode, case)
             if why:
