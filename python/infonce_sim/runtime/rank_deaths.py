@@ -36,9 +36,20 @@ def read_fault_log(path):
 
 def last_words(text):
     """faulthandler's gist: its first line ('Fatal Python error: Segmentation fault') and the
-    innermost frame of the crashing thread (the first 'File' line, most recent call first)."""
+    innermost frame of the crashing thread; a crash in a native thread (gloo's loop thread)
+    has no Python frames of its own, so then the main thread's (listed last) is named."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return ""
-    frame = next((line for line in lines if line.startswith("File ")), None)
-    return lines[0] + (f", in {frame}" if frame else "")
+    blocks = []  # [is the crashing thread, its frames], in faulthandler's order
+    for line in lines[1:]:
+        if line.startswith(("Current thread 0x", "Thread 0x")):
+            blocks.append([line.startswith("Current"), []])
+        elif line.startswith("File ") and blocks:
+            blocks[-1][1].append(line)
+    current = [frames for is_current, frames in blocks if is_current]
+    if current:
+        return lines[0] + (f", in {current[0][0]}" if current[0] else "")
+    if blocks and blocks[-1][1]:
+        return f"{lines[0]}, in a native thread; the main thread in {blocks[-1][1][0]}"
+    return lines[0]
