@@ -24,8 +24,9 @@ def _case():
 @pytest.mark.parametrize("signum, gist", [
     (signal.SIGSEGV, "; rank 1: Fatal Python error: Segmentation fault, in "),
     (signal.SIGKILL, None),  # the OOM killer's way: no handler runs, no last words
-])
-def test_a_killed_rank_is_named_with_its_signal_and_the_runtime_recovers(signum, gist):
+], ids=["SIGSEGV", "SIGKILL"])
+def test_a_killed_rank_is_named_with_its_signal_and_the_runtime_recovers(signum, gist,
+                                                                        capfd):
     adapter = load_adapter({"kind": "conformance"})
     runtime = DdpRuntime({"kind": "conformance"}, timeout=TIMEOUT, max_pools=1)
     try:
@@ -48,6 +49,10 @@ def test_a_killed_rank_is_named_with_its_signal_and_the_runtime_recovers(signum,
         assert runtime.run(adapter, _case())["losses"] == healthy["losses"]
     finally:
         runtime.close()
+    # the whole faulthandler output is on stderr, once (not again when the pool closes)
+    echoes = capfd.readouterr().err.count("infonce-sim: rank 1 of world 2: faulthandler:\n"
+                                          "Fatal Python error: Segmentation fault")
+    assert echoes == (1 if gist else 0), echoes
 
 
 def test_exit_descriptions():

@@ -166,6 +166,7 @@ class RankPool:
         self.results = context.Queue()
         self.tasks = [context.Queue() for _ in range(world)]
         self.fault_dir = tempfile.mkdtemp(prefix="infonce-sim-ranks-")
+        self.echoed = set()  # ranks whose faulthandler output went to stderr already
         port = _free_loopback_port()
         self.procs = [
             context.Process(target=_worker_main,
@@ -212,13 +213,19 @@ class RankPool:
         how = ", ".join(f"rank {w} died ({exit_description(self.procs[w].exitcode)})"
                         for w in dead)
         when = "while starting" if case_id is None else f"during case {case_id}"
-        text = read_fault_log(fault_log_path(self.fault_dir, dead[0]))
-        if text:
-            print(f"infonce-sim: rank {dead[0]} of world {self.world}: faulthandler:\n{text}",
-                  file=sys.stderr, flush=True)
+        text = self._echo_fault_log(dead[0])
         words = last_words(text)
         return f"world {self.world}: {how} {when}" + (f"; rank {dead[0]}: {words}" if words
                                                        else "")
+
+    def _echo_fault_log(self, rank):
+        """The rank's faulthandler output (once), copied to stderr so that a log keeps it."""
+        text = read_fault_log(fault_log_path(self.fault_dir, rank))
+        if text and rank not in self.echoed:
+            self.echoed.add(rank)
+            print(f"infonce-sim: rank {rank} of world {self.world}: faulthandler:\n{text}",
+                  file=sys.stderr, flush=True)
+        return text
 
     def run(self, case_id, case, replays_draws):
         for q in self.tasks:
@@ -237,6 +244,8 @@ class RankPool:
             if p.is_alive():
                 p.terminate()
                 p.join(timeout=5)
+        for w in range(self.world):  # a crash while closing is not lost with the files
+            self._echo_fault_log(w)
         shutil.rmtree(self.fault_dir, ignore_errors=True)
 
 
