@@ -88,7 +88,13 @@ def _agree_on_failure(failed):
 def wrap_and_seed(module, case, world_rank, group):
     """The rank's replica under DistributedDataParallel (the default group, the world: a
     mean over W ranks; a sum over the DP group `group` under a summing reduction), and the
-    rank's generators seeded (`synced` or `per-rank`)."""
+    rank's generators seeded (`synced` or `per-rank`).
+
+    DDP shares the default group with adapters that gather on it (open_clip's functional
+    all_gather): every collective is issued from the rank's one thread in program order (a
+    functional collective is enqueued when called, only its wait is deferred; backward runs
+    on this thread too (CPU), so the gather's reduce_scatter and DDP's bucket all-reduces come
+    in the same order on every rank). A mismatch there would hang, not kill a rank."""
     model = DistributedDataParallel(module)
     if case.reduction == "sum":
         model.register_comm_hook(group, _sum_over_dp_group)
