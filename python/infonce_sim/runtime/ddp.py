@@ -10,10 +10,14 @@ DistributedDataParallel (no_sync on every micro-step but the last), and the
 """
 
 import datetime
+import faulthandler
 import os
 import queue
 import random
+import shutil
 import socket
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -25,6 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ..cases.spec import torch_dtype
 from . import families
 from .adapter_spec import load_adapter
+from .rank_deaths import exit_description, fault_log_path, last_words, read_fault_log
 from .rank import RankContext, drive, rank_program, seed_value
 
 
@@ -83,7 +88,13 @@ def _agree_on_failure(failed):
 def wrap_and_seed(module, case, world_rank, group):
     """The rank's replica under DistributedDataParallel (the default group, the world: a
     mean over W ranks; a sum over the DP group `group` under a summing reduction), and the
-    rank's generators seeded (`synced` or `per-rank`)."""
+    rank's generators seeded (`synced` or `per-rank`).
+
+    DDP shares the default group with adapters that gather on it (open_clip's functional
+    all_gather): every collective is issued from the rank's one thread in program order (a
+    functional collective is enqueued when called, only its wait is deferred; backward runs
+    on this thread too (CPU), so the gather's reduce_scatter and DDP's bucket all-reduces come
+    in the same order on every rank). A mismatch there would hang, not kill a rank."""
     model = DistributedDataParallel(module)
     if case.reduction == "sum":
         model.register_comm_hook(group, _sum_over_dp_group)
@@ -122,7 +133,11 @@ class _null:
         return False
 
 
-def _worker_main(world_rank, world, port, adapter_spec, tasks, results):
+def _worker_main(world_rank, world, port, adapter_spec, tasks, results, fault_log):
+    # A fatal signal (SIGSEGV, SIGABRT in c10d/gloo) leaves this rank's Python stack in
+    # fault_log for the parent to quote (rank_deaths.py); the file stays open until exit.
+    fault_file = open(fault_log, "w", encoding="utf-8")  # noqa: SIM115
+    faulthandler.enable(file=fault_file, all_threads=True)
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
     torch.set_num_threads(1)
     try:
@@ -156,15 +171,22 @@ class RankPool:
         context = torch_mp.get_context("spawn")
         self.results = context.Queue()
         self.tasks = [context.Queue() for _ in range(world)]
+        self.fault_dir = tempfile.mkdtemp(prefix="infonce-sim-ranks-")
+        self.echoed = set()  # ranks whose faulthandler output went to stderr already
         port = _free_loopback_port()
         self.procs = [
             context.Process(target=_worker_main,
-                            args=(w, world, port, adapter_spec, self.tasks[w], self.results),
+                            args=(w, world, port, adapter_spec, self.tasks[w], self.results,
+                                  fault_log_path(self.fault_dir, w)),
                             daemon=True) for w in range(world)
         ]
         for p in self.procs:
             p.start()
-        ready = self._collect("ready", None)
+        try:
+            ready = self._collect("ready", None)
+        except PoolError:
+            self.close()
+            raise
         failures = [msg for msg in ready.values() if msg is not None]
         if failures:
             self.close()
@@ -180,7 +202,7 @@ class RankPool:
                 if time.monotonic() > deadline:
                     raise PoolError(f"world {self.world}: timed out after {self.timeout} s")
                 if any(not p.is_alive() for p in self.procs):
-                    raise PoolError(f"world {self.world}: a rank process died")
+                    raise PoolError(self._death_report(case_id))
                 continue
             if tag == "fatal":
                 got[rank] = payload
@@ -188,21 +210,49 @@ class RankPool:
                 got[rank] = payload if tag == "result" else None
         return got
 
+    def _death_report(self, case_id):
+        """One line: which ranks died, how, when, and the first one's faulthandler gist
+        (its whole faulthandler output goes to stderr)."""
+        dead = [w for w, p in enumerate(self.procs) if not p.is_alive()]
+        for w in dead:
+            self.procs[w].join(timeout=1)  # its exit code is known once it is reaped
+        how = ", ".join(f"rank {w} died ({exit_description(self.procs[w].exitcode)})"
+                        for w in dead)
+        when = "while starting" if case_id is None else f"during case {case_id}"
+        text = self._echo_fault_log(dead[0])
+        words = last_words(text)
+        return f"world {self.world}: {how} {when}" + (f"; rank {dead[0]}: {words}" if words
+                                                       else "")
+
+    def _echo_fault_log(self, rank):
+        """The rank's faulthandler output (once), copied to stderr so that a log keeps it."""
+        text = read_fault_log(fault_log_path(self.fault_dir, rank))
+        if text and rank not in self.echoed:
+            self.echoed.add(rank)
+            print(f"infonce-sim: rank {rank} of world {self.world}: faulthandler:\n{text}",
+                  file=sys.stderr, flush=True)
+        return text
+
     def run(self, case_id, case, replays_draws):
         for q in self.tasks:
             q.put((case_id, case, replays_draws))
         return self._collect("result", case_id)
 
     def close(self):
+        # A rank that died leaves the others blocked in a collective: no clean exit to wait for
+        wait = 0 if any(not p.is_alive() for p in self.procs) else 10
         for q, p in zip(self.tasks, self.procs):
             if p.is_alive():
                 q.put(None)
         for p in self.procs:
-            p.join(timeout=10)
+            p.join(timeout=wait)
         for p in self.procs:
             if p.is_alive():
                 p.terminate()
                 p.join(timeout=5)
+        for w in range(self.world):  # a crash while closing is not lost with the files
+            self._echo_fault_log(w)
+        shutil.rmtree(self.fault_dir, ignore_errors=True)
 
 
 class DdpRuntime:
