@@ -83,16 +83,17 @@ struct OracleTolerance {
     grad_scale = std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
     rounding = conditioning * max_abs(oracle.grad_bound) + 4 * direction * grad_scale;
     const std::vector<double>& direct = oracle.values.direct_grad;
+    INFONCE_ASSERT(oracle.direct_is_log_scale.size() == direct.size());
     for (std::size_t i = 0; i < direct.size(); ++i) {
       const double scale = std::max(std::abs(direct[i]), oracle.values.direct_magnitude[i]);
       // A direct gradient adds direct_terms terms: at most that many u of
       // the sum of their sizes (direct_magnitude) apart in any order.
       double allowance = atol + rtol * scale + conditioning * oracle.direct_bound[i] +
                          4 * direction * scale + oracle.direct_terms * u * scale;
-      // The log scale's terms (CLIP's and SigLIP's first direct parameter)
-      // are d loss / d z times c a . b = z - bias, itself rounded by up to
-      // logit_rounding: at most that times the sum of |d loss / d z|.
-      if (i == 0) allowance += logit * oracle.logit_gradient_bound;
+      // A log scale's terms are d loss / d z times c a . b = z - bias, itself
+      // rounded by up to logit_rounding: at most that times the sum of
+      // |d loss / d z|.
+      if (oracle.direct_is_log_scale[i]) allowance += logit * oracle.logit_gradient_bound;
       direct_allowance.push_back(allowance);
     }
   }

@@ -156,6 +156,7 @@ OracleValues ntxent_oracle_values(const Case& c) {
     values.direct_grad = {static_cast<double>(r.grad_inverse_temperature)};
     values.direct_magnitude = {static_cast<double>(r.grad_inverse_temperature_magnitude)};
     out.direct_bound = {static_cast<double>(r.grad_inverse_temperature_bound)};
+    out.direct_is_log_scale = {false};
   }
   return out;
 }
@@ -205,6 +206,7 @@ OracleValues siglip_oracle_values(const Case& c) {
                              static_cast<double>(r.grad_bias_magnitude)};
   out.direct_bound = {static_cast<double>(r.grad_log_scale_bound),
                       static_cast<double>(r.grad_bias_bound)};
+  out.direct_is_log_scale = {true, false};
   return out;
 }
 
@@ -229,10 +231,12 @@ OracleValues clip_oracle_values(const Case& c) {
   values.direct_grad = {static_cast<double>(r.grad_log_scale)};
   values.direct_magnitude = {static_cast<double>(r.grad_log_scale_magnitude)};
   out.direct_bound = {static_cast<double>(r.grad_log_scale_bound)};
+  out.direct_is_log_scale = {true};
   if (c.clip->logit_bias) {
     values.direct_grad.push_back(static_cast<double>(r.grad_bias));
     values.direct_magnitude.push_back(static_cast<double>(r.grad_bias_magnitude));
     out.direct_bound.push_back(static_cast<double>(r.grad_bias_bound));
+    out.direct_is_log_scale.push_back(false);
   }
   return out;
 }
@@ -260,6 +264,7 @@ OracleValues oracle_values(const Case& c) {
     values.direct_grad = {static_cast<double>(r.grad_inverse_temperature)};
     values.direct_magnitude = {static_cast<double>(r.grad_inverse_temperature_magnitude)};
     out.direct_bound = {static_cast<double>(r.grad_inverse_temperature_bound)};
+    out.direct_is_log_scale = {false};
   }
   return out;
 }
