@@ -132,15 +132,17 @@ struct OracleTolerance {
     }
     return used;
   }
+  // What a finite loss may differ from the oracle's `oracle` by.
+  double loss_allowance(double oracle) const {
+    return loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle);
+  }
   bool loss_close(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle;
-    return std::abs(value - oracle) <=
-           loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle);
+    return std::abs(value - oracle) <= loss_allowance(oracle);
   }
   double loss_fraction(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle ? 0 : INFINITY;
-    return std::abs(value - oracle) /
-           (loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle));
+    return std::abs(value - oracle) / loss_allowance(oracle);
   }
   double grad_fraction(const Matrix<double>& grad, const Matrix<double>& oracle) const {
     const double error = max_abs(grad - oracle);
