@@ -144,15 +144,17 @@ struct OracleTolerance {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle ? 0 : INFINITY;
     return std::abs(value - oracle) / loss_allowance(oracle);
   }
+  // What a gradient's entry may differ from the oracle's by.
+  double grad_allowance() const { return atol + rtol * grad_scale + rounding; }
   double grad_fraction(const Matrix<double>& grad, const Matrix<double>& oracle) const {
     const double error = max_abs(grad - oracle);
-    return std::isfinite(error) ? error / (atol + rtol * grad_scale + rounding) : INFINITY;
+    return std::isfinite(error) ? error / grad_allowance() : INFINITY;
   }
   // Empty when `grad` is within tolerance of the oracle's.
   std::string grad_difference(const Matrix<double>& grad, const Matrix<double>& oracle) const {
     if (grad.rows() != oracle.rows() || grad.cols() != oracle.cols()) return "has the wrong shape";
     const double error = max_abs(grad - oracle);
-    if (std::isfinite(error) && error <= atol + rtol * grad_scale + rounding) return {};
+    if (std::isfinite(error) && error <= grad_allowance()) return {};
     return "differs from the oracle's by " + format_detail(error) + " (scaled " +
            format_detail(grad_scale > 0 ? error / grad_scale : error) + ")";
   }
