@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "casefile/tower_pair_batch.hpp"
 #include "oracle/clip_objective.hpp"
 #include "oracle/ntxent_objective.hpp"
 #include "oracle/objective.hpp"
@@ -168,14 +169,13 @@ Matrix<double> side_by_side(const oracle::RealRows& image, const oracle::RealRow
   return out;
 }
 
-// The pairs of the largest micro-step that runs.
-template <class Batch>
-double largest_micro_step(const std::vector<std::vector<Batch>>& batches,
+// The pairs of the largest micro-step that runs (CLIP's and SigLIP's batches).
+double largest_micro_step(const std::vector<std::vector<TowerPairBatch>>& batches,
                           std::int32_t micro_steps) {
   double largest = 0;
   for (std::int32_t m = 0; m < micro_steps; ++m) {
     double pairs = 0;
-    for (const Batch& shard : batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : batches[static_cast<std::size_t>(m)]) {
       pairs += static_cast<double>(shard.image.rows());
     }
     largest = std::max(largest, pairs);
