@@ -183,46 +183,19 @@ double largest_micro_step(const std::vector<std::vector<TowerPairBatch>>& batche
   return largest;
 }
 
-OracleValues siglip_oracle_values(const Case& c) {
-  const oracle::SigLipResult r = oracle::evaluate_siglip(oracle_siglip_description(c));
+// What CLIP's and SigLIP's oracle results give alike (their fields have the
+// same names and meanings): the towers side by side, and the log scale as the
+// first direct parameter. `log_scale`: the case's, exp of which scales a logit.
+template <class TowerPairResult>
+OracleValues tower_pair_oracle_values(const Case& c, const TowerPairResult& r, double log_scale) {
   OracleValues out;
   out.max_abs_logit = static_cast<double>(r.max_abs_logit);
   out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
   out.min_mask_gap = INFINITY;  // no mask
   out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
-  out.logit_factor = std::exp(c.siglip->log_scale);
+  out.logit_factor = std::exp(log_scale);
   out.max_logit_magnitude = static_cast<double>(r.max_logit_magnitude);
   out.logit_gradient_bound = static_cast<double>(r.logit_gradient_bound);
-  const double pairs = largest_micro_step(c.siglip->batches, c.micro_steps_run());
-  out.loss_terms = pairs * pairs + c.micro_steps_run();
-  out.direct_terms = out.loss_terms;
-  step::ReferenceValues& values = out.values;
-  values.loss = static_cast<double>(r.loss);
-  values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
-  values.grad = side_by_side(r.grad_image_weight, r.grad_text_weight);
-  values.grad_magnitude = side_by_side(r.grad_image_magnitude, r.grad_text_magnitude);
-  values.direct_grad = {static_cast<double>(r.grad_log_scale), static_cast<double>(r.grad_bias)};
-  values.direct_magnitude = {static_cast<double>(r.grad_log_scale_magnitude),
-                             static_cast<double>(r.grad_bias_magnitude)};
-  out.direct_bound = {static_cast<double>(r.grad_log_scale_bound),
-                      static_cast<double>(r.grad_bias_bound)};
-  out.direct_is_log_scale = {true, false};
-  return out;
-}
-
-OracleValues clip_oracle_values(const Case& c) {
-  const oracle::ClipResult r = oracle::evaluate_clip(oracle_clip_description(c));
-  OracleValues out;
-  out.max_abs_logit = static_cast<double>(r.max_abs_logit);
-  out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
-  out.min_mask_gap = INFINITY;  // no mask
-  out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
-  out.logit_factor = std::exp(c.clip->log_logit_scale);
-  out.max_logit_magnitude = static_cast<double>(r.max_logit_magnitude);
-  out.logit_gradient_bound = static_cast<double>(r.logit_gradient_bound);
-  const double pairs = largest_micro_step(c.clip->batches, c.micro_steps_run());
-  out.loss_terms = 2 * pairs + c.micro_steps_run();
-  out.direct_terms = 2 * pairs * pairs + c.micro_steps_run();
   step::ReferenceValues& values = out.values;
   values.loss = static_cast<double>(r.loss);
   values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
@@ -232,12 +205,35 @@ OracleValues clip_oracle_values(const Case& c) {
   values.direct_magnitude = {static_cast<double>(r.grad_log_scale_magnitude)};
   out.direct_bound = {static_cast<double>(r.grad_log_scale_bound)};
   out.direct_is_log_scale = {true};
-  if (c.clip->logit_bias) {
-    values.direct_grad.push_back(static_cast<double>(r.grad_bias));
-    values.direct_magnitude.push_back(static_cast<double>(r.grad_bias_magnitude));
-    out.direct_bound.push_back(static_cast<double>(r.grad_bias_bound));
-    out.direct_is_log_scale.push_back(false);
-  }
+  return out;
+}
+
+// The bias as the next direct parameter (not a log scale).
+template <class TowerPairResult>
+void add_bias_parameter(const TowerPairResult& r, OracleValues& out) {
+  out.values.direct_grad.push_back(static_cast<double>(r.grad_bias));
+  out.values.direct_magnitude.push_back(static_cast<double>(r.grad_bias_magnitude));
+  out.direct_bound.push_back(static_cast<double>(r.grad_bias_bound));
+  out.direct_is_log_scale.push_back(false);
+}
+
+OracleValues siglip_oracle_values(const Case& c) {
+  const oracle::SigLipResult r = oracle::evaluate_siglip(oracle_siglip_description(c));
+  OracleValues out = tower_pair_oracle_values(c, r, c.siglip->log_scale);
+  add_bias_parameter(r, out);
+  const double pairs = largest_micro_step(c.siglip->batches, c.micro_steps_run());
+  out.loss_terms = pairs * pairs + c.micro_steps_run();
+  out.direct_terms = out.loss_terms;
+  return out;
+}
+
+OracleValues clip_oracle_values(const Case& c) {
+  const oracle::ClipResult r = oracle::evaluate_clip(oracle_clip_description(c));
+  OracleValues out = tower_pair_oracle_values(c, r, c.clip->log_logit_scale);
+  if (c.clip->logit_bias) add_bias_parameter(r, out);
+  const double pairs = largest_micro_step(c.clip->batches, c.micro_steps_run());
+  out.loss_terms = 2 * pairs + c.micro_steps_run();
+  out.direct_terms = 2 * pairs * pairs + c.micro_steps_run();
   return out;
 }
 
