@@ -81,23 +81,34 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
   return d;
 }
 
-oracle::ClipDescription oracle_clip_description(const Case& c) {
-  const ClipSettings& clip = *c.clip;
-  const Eigen::Index image = clip.image_features;
-  oracle::ClipDescription d;
+namespace {
+
+// What CLIP's and SigLIP's descriptions read alike from their settings (same
+// field names): the towers, their pairs per micro-step that runs, and A.
+template <class Settings, class TowerPairDescription>
+void describe_towers(const Case& c, const Settings& towers, TowerPairDescription& d) {
+  const Eigen::Index image = towers.image_features;
   d.image_weight = input_rows(c.weight.leftCols(image), c.scalar);
-  d.image_normalize = clip.image_normalize;
+  d.image_normalize = towers.image_normalize;
   d.text_weight = input_rows(c.weight.rightCols(c.weight.cols() - image), c.scalar);
-  d.text_normalize = clip.text_normalize;
-  d.log_scale = clip.log_logit_scale;
-  if (clip.logit_bias) d.bias = *clip.logit_bias;
+  d.text_normalize = towers.text_normalize;
   d.accumulation_normalize = c.accumulation_normalize;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
-    for (const TowerPairBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : towers.batches[static_cast<std::size_t>(m)]) {
       micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
     }
   }
+}
+
+}  // namespace
+
+oracle::ClipDescription oracle_clip_description(const Case& c) {
+  const ClipSettings& clip = *c.clip;
+  oracle::ClipDescription d;
+  describe_towers(c, clip, d);
+  d.log_scale = clip.log_logit_scale;
+  if (clip.logit_bias) d.bias = *clip.logit_bias;
   return d;
 }
 
@@ -120,21 +131,10 @@ oracle::NtXentDescription oracle_ntxent_description(const Case& c) {
 
 oracle::SigLipDescription oracle_siglip_description(const Case& c) {
   const SigLipSettings& siglip = *c.siglip;
-  const Eigen::Index image = siglip.image_features;
   oracle::SigLipDescription d;
-  d.image_weight = input_rows(c.weight.leftCols(image), c.scalar);
-  d.image_normalize = siglip.image_normalize;
-  d.text_weight = input_rows(c.weight.rightCols(c.weight.cols() - image), c.scalar);
-  d.text_normalize = siglip.text_normalize;
+  describe_towers(c, siglip, d);
   d.log_scale = siglip.log_scale;
   d.bias = siglip.bias;
-  d.accumulation_normalize = c.accumulation_normalize;
-  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
-    std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
-    for (const TowerPairBatch& shard : siglip.batches[static_cast<std::size_t>(m)]) {
-      micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
-    }
-  }
   return d;
 }
 
