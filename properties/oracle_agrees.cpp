@@ -83,16 +83,17 @@ struct OracleTolerance {
     grad_scale = std::max(max_abs(oracle.values.grad), max_abs(oracle.values.grad_magnitude));
     rounding = conditioning * max_abs(oracle.grad_bound) + 4 * direction * grad_scale;
     const std::vector<double>& direct = oracle.values.direct_grad;
+    INFONCE_ASSERT(oracle.direct_is_log_scale.size() == direct.size());
     for (std::size_t i = 0; i < direct.size(); ++i) {
       const double scale = std::max(std::abs(direct[i]), oracle.values.direct_magnitude[i]);
       // A direct gradient adds direct_terms terms: at most that many u of
       // the sum of their sizes (direct_magnitude) apart in any order.
       double allowance = atol + rtol * scale + conditioning * oracle.direct_bound[i] +
                          4 * direction * scale + oracle.direct_terms * u * scale;
-      // The log scale's terms (CLIP's and SigLIP's first direct parameter)
-      // are d loss / d z times c a . b = z - bias, itself rounded by up to
-      // logit_rounding: at most that times the sum of |d loss / d z|.
-      if (i == 0) allowance += logit * oracle.logit_gradient_bound;
+      // A log scale's terms are d loss / d z times c a . b = z - bias, itself
+      // rounded by up to logit_rounding: at most that times the sum of
+      // |d loss / d z|.
+      if (oracle.direct_is_log_scale[i]) allowance += logit * oracle.logit_gradient_bound;
       direct_allowance.push_back(allowance);
     }
   }
@@ -131,25 +132,29 @@ struct OracleTolerance {
     }
     return used;
   }
+  // What a finite loss may differ from the oracle's `oracle` by.
+  double loss_allowance(double oracle) const {
+    return loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle);
+  }
   bool loss_close(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle;
-    return std::abs(value - oracle) <=
-           loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle);
+    return std::abs(value - oracle) <= loss_allowance(oracle);
   }
   double loss_fraction(double value, double oracle) const {
     if (std::isinf(value) || std::isinf(oracle)) return value == oracle ? 0 : INFINITY;
-    return std::abs(value - oracle) /
-           (loss_atol + (rtol + loss_atol + loss_summation) * std::abs(oracle));
+    return std::abs(value - oracle) / loss_allowance(oracle);
   }
+  // What a gradient's entry may differ from the oracle's by.
+  double grad_allowance() const { return atol + rtol * grad_scale + rounding; }
   double grad_fraction(const Matrix<double>& grad, const Matrix<double>& oracle) const {
     const double error = max_abs(grad - oracle);
-    return std::isfinite(error) ? error / (atol + rtol * grad_scale + rounding) : INFINITY;
+    return std::isfinite(error) ? error / grad_allowance() : INFINITY;
   }
   // Empty when `grad` is within tolerance of the oracle's.
   std::string grad_difference(const Matrix<double>& grad, const Matrix<double>& oracle) const {
     if (grad.rows() != oracle.rows() || grad.cols() != oracle.cols()) return "has the wrong shape";
     const double error = max_abs(grad - oracle);
-    if (std::isfinite(error) && error <= atol + rtol * grad_scale + rounding) return {};
+    if (std::isfinite(error) && error <= grad_allowance()) return {};
     return "differs from the oracle's by " + format_detail(error) + " (scaled " +
            format_detail(grad_scale > 0 ? error / grad_scale : error) + ")";
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "casefile/tower_pair_batch.hpp"
 #include "oracle/clip_objective.hpp"
 #include "oracle/ntxent_objective.hpp"
 #include "oracle/objective.hpp"
@@ -80,23 +81,34 @@ oracle::Description oracle_description(const Case& c, const loss::RecordedDraws&
   return d;
 }
 
-oracle::ClipDescription oracle_clip_description(const Case& c) {
-  const ClipSettings& clip = *c.clip;
-  const Eigen::Index image = clip.image_features;
-  oracle::ClipDescription d;
+namespace {
+
+// What CLIP's and SigLIP's descriptions read alike from their settings (same
+// field names): the towers, their pairs per micro-step that runs, and A.
+template <class Settings, class TowerPairDescription>
+void describe_towers(const Case& c, const Settings& towers, TowerPairDescription& d) {
+  const Eigen::Index image = towers.image_features;
   d.image_weight = input_rows(c.weight.leftCols(image), c.scalar);
-  d.image_normalize = clip.image_normalize;
+  d.image_normalize = towers.image_normalize;
   d.text_weight = input_rows(c.weight.rightCols(c.weight.cols() - image), c.scalar);
-  d.text_normalize = clip.text_normalize;
-  d.log_scale = clip.log_logit_scale;
-  if (clip.logit_bias) d.bias = *clip.logit_bias;
+  d.text_normalize = towers.text_normalize;
   d.accumulation_normalize = c.accumulation_normalize;
   for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
     std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
-    for (const TowerPairBatch& shard : clip.batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : towers.batches[static_cast<std::size_t>(m)]) {
       micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
     }
   }
+}
+
+}  // namespace
+
+oracle::ClipDescription oracle_clip_description(const Case& c) {
+  const ClipSettings& clip = *c.clip;
+  oracle::ClipDescription d;
+  describe_towers(c, clip, d);
+  d.log_scale = clip.log_logit_scale;
+  if (clip.logit_bias) d.bias = *clip.logit_bias;
   return d;
 }
 
@@ -119,21 +131,10 @@ oracle::NtXentDescription oracle_ntxent_description(const Case& c) {
 
 oracle::SigLipDescription oracle_siglip_description(const Case& c) {
   const SigLipSettings& siglip = *c.siglip;
-  const Eigen::Index image = siglip.image_features;
   oracle::SigLipDescription d;
-  d.image_weight = input_rows(c.weight.leftCols(image), c.scalar);
-  d.image_normalize = siglip.image_normalize;
-  d.text_weight = input_rows(c.weight.rightCols(c.weight.cols() - image), c.scalar);
-  d.text_normalize = siglip.text_normalize;
+  describe_towers(c, siglip, d);
   d.log_scale = siglip.log_scale;
   d.bias = siglip.bias;
-  d.accumulation_normalize = c.accumulation_normalize;
-  for (std::int32_t m = 0; m < c.micro_steps_run(); ++m) {
-    std::vector<oracle::ClipShardInput>& micro = d.micro_steps.emplace_back();
-    for (const TowerPairBatch& shard : siglip.batches[static_cast<std::size_t>(m)]) {
-      micro.push_back({input_rows(shard.image, c.scalar), input_rows(shard.text, c.scalar)});
-    }
-  }
   return d;
 }
 
@@ -156,6 +157,7 @@ OracleValues ntxent_oracle_values(const Case& c) {
     values.direct_grad = {static_cast<double>(r.grad_inverse_temperature)};
     values.direct_magnitude = {static_cast<double>(r.grad_inverse_temperature_magnitude)};
     out.direct_bound = {static_cast<double>(r.grad_inverse_temperature_bound)};
+    out.direct_is_log_scale = {false};
   }
   return out;
 }
@@ -167,14 +169,13 @@ Matrix<double> side_by_side(const oracle::RealRows& image, const oracle::RealRow
   return out;
 }
 
-// The pairs of the largest micro-step that runs.
-template <class Batch>
-double largest_micro_step(const std::vector<std::vector<Batch>>& batches,
+// The pairs of the largest micro-step that runs (CLIP's and SigLIP's batches).
+double largest_micro_step(const std::vector<std::vector<TowerPairBatch>>& batches,
                           std::int32_t micro_steps) {
   double largest = 0;
   for (std::int32_t m = 0; m < micro_steps; ++m) {
     double pairs = 0;
-    for (const Batch& shard : batches[static_cast<std::size_t>(m)]) {
+    for (const TowerPairBatch& shard : batches[static_cast<std::size_t>(m)]) {
       pairs += static_cast<double>(shard.image.rows());
     }
     largest = std::max(largest, pairs);
@@ -182,45 +183,19 @@ double largest_micro_step(const std::vector<std::vector<Batch>>& batches,
   return largest;
 }
 
-OracleValues siglip_oracle_values(const Case& c) {
-  const oracle::SigLipResult r = oracle::evaluate_siglip(oracle_siglip_description(c));
+// What CLIP's and SigLIP's oracle results give alike (their fields have the
+// same names and meanings): the towers side by side, and the log scale as the
+// first direct parameter. `log_scale`: the case's, exp of which scales a logit.
+template <class TowerPairResult>
+OracleValues tower_pair_oracle_values(const Case& c, const TowerPairResult& r, double log_scale) {
   OracleValues out;
   out.max_abs_logit = static_cast<double>(r.max_abs_logit);
   out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
   out.min_mask_gap = INFINITY;  // no mask
   out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
-  out.logit_factor = std::exp(c.siglip->log_scale);
+  out.logit_factor = std::exp(log_scale);
   out.max_logit_magnitude = static_cast<double>(r.max_logit_magnitude);
   out.logit_gradient_bound = static_cast<double>(r.logit_gradient_bound);
-  const double pairs = largest_micro_step(c.siglip->batches, c.micro_steps_run());
-  out.loss_terms = pairs * pairs + c.micro_steps_run();
-  out.direct_terms = out.loss_terms;
-  step::ReferenceValues& values = out.values;
-  values.loss = static_cast<double>(r.loss);
-  values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
-  values.grad = side_by_side(r.grad_image_weight, r.grad_text_weight);
-  values.grad_magnitude = side_by_side(r.grad_image_magnitude, r.grad_text_magnitude);
-  values.direct_grad = {static_cast<double>(r.grad_log_scale), static_cast<double>(r.grad_bias)};
-  values.direct_magnitude = {static_cast<double>(r.grad_log_scale_magnitude),
-                             static_cast<double>(r.grad_bias_magnitude)};
-  out.direct_bound = {static_cast<double>(r.grad_log_scale_bound),
-                      static_cast<double>(r.grad_bias_bound)};
-  return out;
-}
-
-OracleValues clip_oracle_values(const Case& c) {
-  const oracle::ClipResult r = oracle::evaluate_clip(oracle_clip_description(c));
-  OracleValues out;
-  out.max_abs_logit = static_cast<double>(r.max_abs_logit);
-  out.max_encoding_condition = static_cast<double>(r.max_encoding_condition);
-  out.min_mask_gap = INFINITY;  // no mask
-  out.grad_bound = side_by_side(r.grad_image_bound, r.grad_text_bound);
-  out.logit_factor = std::exp(c.clip->log_logit_scale);
-  out.max_logit_magnitude = static_cast<double>(r.max_logit_magnitude);
-  out.logit_gradient_bound = static_cast<double>(r.logit_gradient_bound);
-  const double pairs = largest_micro_step(c.clip->batches, c.micro_steps_run());
-  out.loss_terms = 2 * pairs + c.micro_steps_run();
-  out.direct_terms = 2 * pairs * pairs + c.micro_steps_run();
   step::ReferenceValues& values = out.values;
   values.loss = static_cast<double>(r.loss);
   values.shard_losses.assign(static_cast<std::size_t>(c.mesh.dp), values.loss);
@@ -229,11 +204,36 @@ OracleValues clip_oracle_values(const Case& c) {
   values.direct_grad = {static_cast<double>(r.grad_log_scale)};
   values.direct_magnitude = {static_cast<double>(r.grad_log_scale_magnitude)};
   out.direct_bound = {static_cast<double>(r.grad_log_scale_bound)};
-  if (c.clip->logit_bias) {
-    values.direct_grad.push_back(static_cast<double>(r.grad_bias));
-    values.direct_magnitude.push_back(static_cast<double>(r.grad_bias_magnitude));
-    out.direct_bound.push_back(static_cast<double>(r.grad_bias_bound));
-  }
+  out.direct_is_log_scale = {true};
+  return out;
+}
+
+// The bias as the next direct parameter (not a log scale).
+template <class TowerPairResult>
+void add_bias_parameter(const TowerPairResult& r, OracleValues& out) {
+  out.values.direct_grad.push_back(static_cast<double>(r.grad_bias));
+  out.values.direct_magnitude.push_back(static_cast<double>(r.grad_bias_magnitude));
+  out.direct_bound.push_back(static_cast<double>(r.grad_bias_bound));
+  out.direct_is_log_scale.push_back(false);
+}
+
+OracleValues siglip_oracle_values(const Case& c) {
+  const oracle::SigLipResult r = oracle::evaluate_siglip(oracle_siglip_description(c));
+  OracleValues out = tower_pair_oracle_values(c, r, c.siglip->log_scale);
+  add_bias_parameter(r, out);
+  const double pairs = largest_micro_step(c.siglip->batches, c.micro_steps_run());
+  out.loss_terms = pairs * pairs + c.micro_steps_run();
+  out.direct_terms = out.loss_terms;
+  return out;
+}
+
+OracleValues clip_oracle_values(const Case& c) {
+  const oracle::ClipResult r = oracle::evaluate_clip(oracle_clip_description(c));
+  OracleValues out = tower_pair_oracle_values(c, r, c.clip->log_logit_scale);
+  if (c.clip->logit_bias) add_bias_parameter(r, out);
+  const double pairs = largest_micro_step(c.clip->batches, c.micro_steps_run());
+  out.loss_terms = 2 * pairs + c.micro_steps_run();
+  out.direct_terms = 2 * pairs * pairs + c.micro_steps_run();
   return out;
 }
 
@@ -260,6 +260,7 @@ OracleValues oracle_values(const Case& c) {
     values.direct_grad = {static_cast<double>(r.grad_inverse_temperature)};
     values.direct_magnitude = {static_cast<double>(r.grad_inverse_temperature_magnitude)};
     out.direct_bound = {static_cast<double>(r.grad_inverse_temperature_bound)};
+    out.direct_is_log_scale = {false};
   }
   return out;
 }

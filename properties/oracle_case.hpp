@@ -33,6 +33,10 @@ struct OracleValues {
   // The direct parameters' bounds (as grad_bound), in direct_parameter_names
   // order; their values and magnitudes are in `values`.
   std::vector<double> direct_bound;
+  // Per direct parameter (same order): whether it is a log scale (CLIP's
+  // log_logit_scale, SigLIP's log_scale), whose gradient's terms are
+  // d loss / d z times c a . b and so round with the logits' terms.
+  std::vector<bool> direct_is_log_scale;
   // The factor a similarity is multiplied by in a logit: 1/T, or CLIP's
   // exp(log_logit_scale), or SigLIP's exp(log_scale).
   double logit_factor = 1;

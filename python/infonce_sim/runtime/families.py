@@ -162,16 +162,21 @@ class FamilyContext(RankContext):
         return adapter.loss(self, embeddings, labels)
 
 
-class ClipContext(FamilyContext):
-    """A CLIP rank: `inputs(micro)` is (image features n x F_image, text features n x F_text)."""
+class _PairContext(FamilyContext):
+    """A rank whose shard's batch is a pair of feature rows (CLIP's and SigLIP's towers,
+    NT-Xent's two views): `inputs(micro)` is that pair as tensors of the case's dtype."""
 
     def inputs(self, micro):
         key = (micro, self.dp_rank)
         if key not in self._inputs:
-            image, text = self.case.batches[micro][self.dp_rank]
-            self._inputs[key] = (torch.tensor(image, dtype=self.dtype),
-                                 torch.tensor(text, dtype=self.dtype))
+            left, right = self.case.batches[micro][self.dp_rank]
+            self._inputs[key] = (torch.tensor(left, dtype=self.dtype),
+                                 torch.tensor(right, dtype=self.dtype))
         return self._inputs[key]
+
+
+class ClipContext(_PairContext):
+    """A CLIP rank: `inputs(micro)` is (image features n x F_image, text features n x F_text)."""
 
     @property
     def logit_bias(self):
@@ -186,18 +191,10 @@ class ClipContext(FamilyContext):
         return adapter.clip_loss(self, image, text, logit_scale, self.logit_bias)
 
 
-class NtXentContext(FamilyContext):
+class NtXentContext(_PairContext):
     """An NT-Xent rank: `inputs(micro)` is (first views n x F, second views n x F), both
     encoded by the one replica; `ntxent_loss(ctx, first, second)` gets the embeddings (the
     temperature: ctx.case.temperature, or the parameter ctx.inverse_temperature)."""
-
-    def inputs(self, micro):
-        key = (micro, self.dp_rank)
-        if key not in self._inputs:
-            first, second = self.case.batches[micro][self.dp_rank]
-            self._inputs[key] = (torch.tensor(first, dtype=self.dtype),
-                                 torch.tensor(second, dtype=self.dtype))
-        return self._inputs[key]
 
     def family_loss(self, adapter, generator):
         x_first, x_second = self.inputs(self.micro)
