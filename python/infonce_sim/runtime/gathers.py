@@ -4,12 +4,13 @@ Both hand every member the senders' tensors (shared: receivers only read them)."
 
 import torch
 
+from ..cases.spec import tensor_of
 from .rank import Collective
 
 
 def gather_tensors(tensors, group):
     """Tensor path: all-gather the row counts first, then each zero-padded tensor."""
-    rows = torch.tensor([t.shape[0] for t in tensors], dtype=torch.int64)
+    rows = tensor_of([t.shape[0] for t in tensors], torch.int64)
     all_rows = yield Collective("all_gather", rows, group, shared=True)
     counts = [r.tolist() for r in all_rows]  # [member] -> rows of each tensor
     out = []

@@ -386,7 +386,7 @@ class World:
         self.aborting = False
         self.sequence = {}  # (group ranks, member) -> collectives this member has called
         self.slots = {}  # (group ranks, k) -> _Slot
-        self.models = {}  # (world rank, D, F, dtype) -> nn.Linear
+        self.models = {}  # (world rank, D, F, dtype) -> (nn.Linear, its weight)
         self.log = []  # (world rank, op, group ranks) of every collective, in call order
         self.mail = {}  # (source, destination, tag) -> messages sent, in order (backend.py)
         self.receives = {}  # (source, destination, tag) -> receives posted
@@ -609,15 +609,18 @@ class World:
         """Every rank's replica (built once per shape and dtype), holding `weight`, no gradient."""
         rows, features = weight.shape
         modules = []
-        with torch.no_grad():
-            for world_rank in range(self.world):
-                key = (world_rank, rows, features, weight.dtype)
-                module = self.models.get(key)
-                if module is None:
-                    module = self.models[key] = _linear(rows, features, weight.dtype)
-                module.weight.copy_(weight)
-                module.weight.grad = None
-                modules.append(module)
+        for world_rank in range(self.world):
+            key = (world_rank, rows, features, weight.dtype)
+            entry = self.models.get(key)
+            if entry is None:
+                module = _linear(rows, features, weight.dtype)
+                entry = self.models[key] = (module, module.weight)
+            module, parameter = entry
+            # (written through a detached alias: the copy outside autograd, as under
+            # torch.no_grad(), without that context manager's Python)
+            parameter.detach().copy_(weight)
+            parameter.grad = None
+            modules.append(module)
         return modules
 
     def dp_group(self, case, replica):

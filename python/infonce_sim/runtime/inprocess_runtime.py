@@ -3,8 +3,11 @@ of inprocess.World (the scheduler; its doc says how), a generator adapter's rank
 without threads, a plain function's on rank threads with the in-process torch.distributed
 backend (backend.py); a case with issue 13's keys or another family through families.py."""
 
+import itertools
+
 import torch
 
+from ..cases.spec import tensor_of
 from . import backend, families
 from .inprocess import RandomStates, World, backward_scalars, blocking_fulfil, reduce_gradients
 from .rank import RankContext, drive, is_generator_adapter, rank_program
@@ -33,7 +36,8 @@ class InProcessRuntime:
             rank.reset()
         world._seed_rng(case, getattr(adapter, "random_generators", RandomStates.GENERATORS))
         dtype = torch.float64 if case.dtype == "float64" else torch.float32
-        weight = torch.tensor(case.weight, dtype=dtype)
+        weight = tensor_of(itertools.chain.from_iterable(case.weight), dtype).reshape(
+            len(case.weight), len(case.weight[0]))
         inputs = {}  # (micro, DP shard) -> (x, labels): replicas read the same input tensors
         contexts = [
             RankContext(case, w, model, world.dp_group(case, w % case.replicas), replays_draws,

@@ -16,6 +16,7 @@ line on stderr, before any handshake).
 """
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -181,6 +182,9 @@ def _siglip_outside_supports(case, supports):
     return _first_outside(checks)
 
 
+# json.dumps(x, allow_nan=False) is _STRICT_JSON.encode(x): one encoder, not one per call.
+_STRICT_JSON = json.JSONEncoder(allow_nan=False)
+
 # Case keys beyond SPEC section 7 that a request may carry only when the SUT declared them.
 EXTENSION_KEYS = ("dtype", "strategy", "learnable_temperature", "family")
 
@@ -234,22 +238,21 @@ class Worker:
             matrices = {}  # id(tensor) -> its JSON: ranks of one reduction share a tensor
             for g in [result["grad"], *result["grads"]]:
                 if id(g) not in matrices:
-                    matrices[id(g)] = json.dumps(_matrix(g), allow_nan=False)
+                    matrices[id(g)] = _STRICT_JSON.encode(_matrix(g))
             # json.dumps of {id, losses, grad, grads, padding_draws, direct}, each matrix
             # encoded once; CLIP has no padding_draws, only issue 13's cases have direct
             parts = [
                 '{"id": ', json.dumps(request_id),
-                ', "losses": ', json.dumps([_finite_or_none(float(x)) for x in result["losses"]],
-                                           allow_nan=False),
+                ', "losses": ', _STRICT_JSON.encode(
+                    [_finite_or_none(float(x)) for x in result["losses"]]),
                 ', "grad": ', matrices[id(result["grad"])],
                 ', "grads": [', ", ".join(matrices[id(g)] for g in result["grads"]), "]"]
             if result.get("padding_draws") is not None:
                 parts += [', "padding_draws": ',
                           json.dumps(_with_empty_tail(result["padding_draws"], case))]
             if result.get("direct") is not None:
-                parts += [', "direct": ', json.dumps(
-                    {k: _finite_or_none(float(v)) for k, v in result["direct"].items()},
-                    allow_nan=False)]
+                parts += [', "direct": ', _STRICT_JSON.encode(
+                    {k: _finite_or_none(float(v)) for k, v in result["direct"].items()})]
             text = "".join(parts + ["}"])
         except Declined as e:
             text = json.dumps({"id": request_id, "declined": one_line(e)})
@@ -295,6 +298,9 @@ def main(argv=None):
         from .inprocess_runtime import InProcessRuntime
         runtime = InProcessRuntime()
     worker = Worker(adapter, runtime, out)
+    # What is loaded now (torch's ~170,000 objects) lives as long as the process: kept out
+    # of the collector's full passes, which would walk all of it again (~80 ms each).
+    gc.freeze()
     try:
         worker.handshake()
         worker.serve(sys.stdin)
