@@ -106,38 +106,39 @@ Case case_of(const CaseSpec& spec, const CampaignOptions& options) {
   return options.external ? options.external->adapt(std::move(c)) : c;
 }
 
-// The verdict of a spec, checked on worker `job`.
-// (`case_index` decides whether a sampled property runs; a shrink candidate
-// takes the index of the case it shrinks.)
-CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std::int32_t job,
-                       std::int64_t case_index) {
-  const Case c = case_of(spec, options);
-  const PropertyOptions property_options = property_options_of(options, spec, case_index);
-  return options.external ? options.external->check(c, job, property_options)
-                          : check_case(c, property_options);
-}
-
-// A generated case as a worker checks it.
+// A case as a worker checks it: the spec, the case it stands for as the step
+// at hand runs it, and its property options.
 struct Prepared {
   CaseSpec spec;
   Case c;
   PropertyOptions options;
 };
 
-Prepared prepare(const CampaignOptions& options, std::int64_t index) {
-  CaseSpec spec = generate_spec(options.seed, index, options.limits);
+// (`case_index` decides whether a sampled property runs; a shrink candidate
+// takes the index of the case it shrinks.)
+Prepared prepared(CaseSpec spec, const CampaignOptions& options, std::int64_t case_index) {
   Case c = case_of(spec, options);
-  PropertyOptions property_options = property_options_of(options, spec, index);
+  const PropertyOptions property_options = property_options_of(options, spec, case_index);
   return {std::move(spec), std::move(c), property_options};
 }
 
+Prepared prepare(const CampaignOptions& options, std::int64_t index) {
+  return prepared(generate_spec(options.seed, index, options.limits), options, index);
+}
+
 // The verdict of `now` on worker `job`, an external step told of `next`
-// (the same verdict as verdict_of's: the step may only start `next` early).
+// (the same verdict as without: the step may only start `next` early).
 CaseVerdict verdict_before(const Prepared& now, const Prepared* next,
                            const CampaignOptions& options, std::int32_t job) {
   if (!options.external) return check_case(now.c, now.options);
   if (!next) return options.external->check(now.c, job, now.options);
   return options.external->check_before(now.c, job, now.options, {next->c, next->options});
+}
+
+// The verdict of a spec, checked on worker `job`.
+CaseVerdict verdict_of(const CaseSpec& spec, const CampaignOptions& options, std::int32_t job,
+                       std::int64_t case_index) {
+  return verdict_before(prepared(spec, options, case_index), nullptr, options, job);
 }
 
 // --- the self-check

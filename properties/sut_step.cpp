@@ -381,16 +381,19 @@ Case SutStep::adapt(Case c) const {
 }
 
 CaseVerdict SutStep::check(const Case& c, std::int32_t job, const PropertyOptions& options) {
-  INFONCE_ASSERT(job >= 0 && job < static_cast<std::int32_t>(sessions_.size()));
-  const auto j = static_cast<std::size_t>(job);
-  return check_external_case(c, *sessions_[j], options, nullptr, ahead_[j]);
+  return check_on(c, job, options, nullptr);
 }
 
 CaseVerdict SutStep::check_before(const Case& c, std::int32_t job, const PropertyOptions& options,
                                   const Upcoming& next) {
+  return check_on(c, job, options, &next);
+}
+
+CaseVerdict SutStep::check_on(const Case& c, std::int32_t job, const PropertyOptions& options,
+                              const Upcoming* next) {
   INFONCE_ASSERT(job >= 0 && job < static_cast<std::int32_t>(sessions_.size()));
   const auto j = static_cast<std::size_t>(job);
-  return check_external_case(c, *sessions_[j], options, &next, ahead_[j]);
+  return check_external_case(c, *sessions_[j], options, next, ahead_[j]);
 }
 
 }  // namespace infonce::properties

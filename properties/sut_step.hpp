@@ -80,6 +80,9 @@ class SutStep final : public ExternalStep {
                            const Upcoming& next) override;
 
  private:
+  CaseVerdict check_on(const Case& c, std::int32_t job, const PropertyOptions& options,
+                       const Upcoming* next);
+
   std::vector<std::unique_ptr<sut::Session>> sessions_;
   std::vector<SentAhead> ahead_;  // per session
   Restriction restriction_;
