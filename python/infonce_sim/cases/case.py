@@ -34,8 +34,16 @@ class LossSettings:
     include_dd: bool
 
 
+class MeshShape:
+    """What every family's case derives from its mesh (`world` and `dp` fields)."""
+
+    @property
+    def replicas(self) -> int:
+        return self.world // self.dp
+
+
 @dataclasses.dataclass
-class Case:
+class Case(MeshShape):
     world: int
     dp: int
     reduction: str
@@ -59,10 +67,6 @@ class Case:
     strategy: object = None  # None or strategy.Strategy
     learnable_temperature: bool = False
     family: str = "infonce"
-
-    @property
-    def replicas(self):
-        return self.world // self.dp
 
 
 def _check_keys(obj, where, required, optional=()):

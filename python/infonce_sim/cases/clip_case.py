@@ -8,12 +8,12 @@ the optional logit bias and the paired batches `[A][P] {"image": n x F_image,
 
 import dataclasses
 
-from .case import (CaseError, _bool, _check_keys, _choice, _int, _matrix, _number,
+from .case import (CaseError, MeshShape, _bool, _check_keys, _choice, _int, _matrix, _number,
                    _parse_format_and_mesh, _parse_row_pairs, _parse_step_keys)
 
 
 @dataclasses.dataclass
-class ClipCase:
+class ClipCase(MeshShape):
     world: int
     dp: int
     reduction: str
@@ -38,10 +38,6 @@ class ClipCase:
     rng_seed: int = 0
     empty_tail_steps: int = 0
     expect: object = None
-
-    @property
-    def replicas(self) -> int:
-        return self.world // self.dp
 
     @property
     def dim(self) -> int:

@@ -9,12 +9,12 @@ parameter, as for InfoNCE.
 
 import dataclasses
 
-from .case import (CaseError, _bool, _check_keys, _choice, _int, _matrix, _number,
+from .case import (CaseError, MeshShape, _bool, _check_keys, _choice, _int, _matrix, _number,
                    _parse_format_and_mesh, _parse_row_pairs, _parse_step_keys)
 
 
 @dataclasses.dataclass
-class NtXentCase:
+class NtXentCase(MeshShape):
     world: int
     dp: int
     reduction: str
@@ -36,10 +36,6 @@ class NtXentCase:
     rng_seed: int = 0
     empty_tail_steps: int = 0
     expect: object = None
-
-    @property
-    def replicas(self) -> int:
-        return self.world // self.dp
 
     @property
     def dim(self) -> int:

@@ -10,12 +10,12 @@ n x F_image, "text": n x F_text}` (n >= 1 pairs per shard, may differ between sh
 
 import dataclasses
 
-from .case import (CaseError, _bool, _check_keys, _choice, _int, _matrix, _number,
+from .case import (CaseError, MeshShape, _bool, _check_keys, _choice, _int, _matrix, _number,
                    _parse_format_and_mesh, _parse_row_pairs, _parse_step_keys)
 
 
 @dataclasses.dataclass
-class SiglipCase:
+class SiglipCase(MeshShape):
     world: int
     dp: int
     reduction: str
@@ -40,10 +40,6 @@ class SiglipCase:
     rng_seed: int = 0
     empty_tail_steps: int = 0
     expect: object = None
-
-    @property
-    def replicas(self) -> int:
-        return self.world // self.dp
 
     @property
     def dim(self) -> int:

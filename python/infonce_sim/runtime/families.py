@@ -74,16 +74,21 @@ def is_generator(adapter, case):
 # --------------------------------------------------------------------------------------
 
 
+def _add_towers(module, case, dtype):
+    """A two-tower replica's towers: each its weight (a parameter) and its normalisation."""
+    module.image_normalize = case.image_normalize
+    module.text_normalize = case.text_normalize
+    module.image_weight = torch.nn.Parameter(torch.tensor(case.image_weight, dtype=dtype))
+    module.text_weight = torch.nn.Parameter(torch.tensor(case.text_weight, dtype=dtype))
+
+
 class ClipReplica(torch.nn.Module):
     """One rank's CLIP parameters: two towers (e = W x, optional L2 normalisation), the log
     logit scale (a parameter, as CLIP stores it) and the optional logit bias."""
 
     def __init__(self, case, dtype):
         super().__init__()
-        self.image_normalize = case.image_normalize
-        self.text_normalize = case.text_normalize
-        self.image_weight = torch.nn.Parameter(torch.tensor(case.image_weight, dtype=dtype))
-        self.text_weight = torch.nn.Parameter(torch.tensor(case.text_weight, dtype=dtype))
+        _add_towers(self, case, dtype)
         self.log_logit_scale = torch.nn.Parameter(torch.tensor(case.log_logit_scale,
                                                                dtype=dtype))
         if case.logit_bias is None:
@@ -109,10 +114,7 @@ class SiglipReplica(torch.nn.Module):
 
     def __init__(self, case, dtype):
         super().__init__()
-        self.image_normalize = case.image_normalize
-        self.text_normalize = case.text_normalize
-        self.image_weight = torch.nn.Parameter(torch.tensor(case.image_weight, dtype=dtype))
-        self.text_weight = torch.nn.Parameter(torch.tensor(case.text_weight, dtype=dtype))
+        _add_towers(self, case, dtype)
         self.log_scale = torch.nn.Parameter(torch.tensor(case.log_scale, dtype=dtype))
         self.bias = torch.nn.Parameter(torch.tensor(case.bias, dtype=dtype))
 
