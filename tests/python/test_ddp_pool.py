@@ -87,3 +87,24 @@ def test_last_words_of_a_crash_in_a_native_thread_name_the_main_thread():
     assert last_words(text) == ("Fatal Python error: Segmentation fault, in a native thread; "
                                 'the main thread in File "/x/functional_collectives.py", '
                                 "line 142 in wait_tensor")
+
+
+def test_ddp_reduces_on_a_group_of_its_own(tmp_path):
+    """DDP's bucket all-reduces never share the default group with the adapter's own
+    collectives (open_clip gathers on the default group, and its gather's backward runs in
+    the same backward as DDP's hooks): wrap_and_seed puts DDP on RankGroups.ddp."""
+    import torch
+    import torch.distributed as dist
+    from infonce_sim.runtime.ddp import RankGroups, wrap_and_seed
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        groups = RankGroups(1)
+        case = _case()
+        model = wrap_and_seed(torch.nn.Linear(2, 2, bias=False).double(), case, 0,
+                              groups.dp_group(0, 1), groups.ddp)
+        assert model.process_group is groups.ddp
+        assert groups.ddp is not dist.group.WORLD
+        assert dist.get_world_size(groups.ddp) == 1
+    finally:
+        dist.destroy_process_group()

@@ -1,8 +1,8 @@
 """Real DDP: W processes (spawn), gloo on 127.0.0.1, DistributedDataParallel, for fidelity.
 
-The pool of a world size (its processes and their process group, DP subgroups
-included) is kept and reused across cases of that size; at most `max_pools`
-world sizes are kept alive at once (the least recently used one is closed).
+The pool of a world size (its processes and their process groups: the default one,
+DDP's own and the DP subgroups) is kept and reused across cases of that size; at most
+`max_pools` world sizes are kept alive at once (the least recently used one is closed).
 Every rank runs the same `rank_program` as the in-process runtime, with the
 adapter's collectives fulfilled by torch.distributed, the model wrapped in
 DistributedDataParallel (no_sync on every micro-step but the last), and the
@@ -49,6 +49,19 @@ def _sum_over_dp_group(group, bucket):
     return work.get_future().then(lambda fut: fut.value()[0])
 
 
+class RankGroups:
+    """A rank's process groups beyond the default one: DDP's own (the world) and, made on
+    first use, the DP groups of each DP size."""
+
+    def __init__(self, world):
+        self.world = world
+        self.ddp = dist.new_group(ranks=list(range(world)))
+        self.dp_cache = {}
+
+    def dp_group(self, replicas_rank, dp):
+        return dp_groups_for(self.world, dp, self.dp_cache)[replicas_rank]
+
+
 def dp_groups_for(world, dp, cache):
     """DP group of replica r = {r, r+R, ...}; every rank creates every group, in order."""
     if dp not in cache:
@@ -85,17 +98,18 @@ def _agree_on_failure(failed):
     yield  # noqa: unreachable - makes this a generator for `yield from`
 
 
-def wrap_and_seed(module, case, world_rank, group):
-    """The rank's replica under DistributedDataParallel (the default group, the world: a
-    mean over W ranks; a sum over the DP group `group` under a summing reduction), and the
+def wrap_and_seed(module, case, world_rank, group, ddp_group):
+    """The rank's replica under DistributedDataParallel (a mean over the W ranks of
+    `ddp_group`; a sum over the DP group `group` under a summing reduction), and the
     rank's generators seeded (`synced` or `per-rank`).
 
-    DDP shares the default group with adapters that gather on it (open_clip's functional
-    all_gather): every collective is issued from the rank's one thread in program order (a
-    functional collective is enqueued when called, only its wait is deferred; backward runs
-    on this thread too (CPU), so the gather's reduce_scatter and DDP's bucket all-reduces come
-    in the same order on every rank). A mismatch there would hang, not kill a rank."""
-    model = DistributedDataParallel(module)
+    DDP reduces on a group of its own, never on the default group that adapters gather on
+    (open_clip's functional all_gather, whose backward reduce-scatters in the same backward
+    as DDP's bucket hooks): each group has its own gloo connections and worker threads, so
+    the two kinds of traffic cannot meet in one. (A rank died in gloo's network thread,
+    SIGSEGV, in 2 of 4 CI runs with the two on one group; not reproduced locally, in 1,650
+    looped cases either way, so this isolates it rather than proves a cause.)"""
+    model = DistributedDataParallel(module, process_group=ddp_group)
     if case.reduction == "sum":
         model.register_comm_hook(group, _sum_over_dp_group)
     seed = seed_value(case, world_rank)
@@ -105,17 +119,17 @@ def wrap_and_seed(module, case, world_rank, group):
     return model
 
 
-def rank_step(adapter, case, world_rank, group_cache, replays_draws):
+def rank_step(adapter, case, world_rank, groups, replays_draws):
     """One data-parallel step on this rank under DDP; returns its report."""
     if families.of(case) is not None:  # a strategy, a learnable temperature, CLIP
-        return ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws)
+        return ddp_rank_step(adapter, case, world_rank, groups, replays_draws)
     dtype = torch.float64 if case.dtype == "float64" else torch.float32
     replica = world_rank % case.replicas
-    group = dp_groups_for(case.world, case.dp, group_cache)[replica]
+    group = groups.dp_group(replica, case.dp)
     module = torch.nn.Linear(len(case.weight[0]), len(case.weight), bias=False).to(dtype)
     with torch.no_grad():
         module.weight.copy_(torch.tensor(case.weight, dtype=dtype))
-    model = wrap_and_seed(module, case, world_rank, group)
+    model = wrap_and_seed(module, case, world_rank, group, groups.ddp)
     ctx = RankContext(case, world_rank, model, group, replays_draws)
     ctx.sync_context = lambda last: model.no_sync() if not last else _null()
     reported = drive(rank_program(adapter, ctx, agree_on_failure=_agree_on_failure), _fulfil)
@@ -144,18 +158,18 @@ def _worker_main(world_rank, world, port, adapter_spec, tasks, results, fault_lo
         adapter = load_adapter(adapter_spec)
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=world_rank,
                                 world_size=world, timeout=datetime.timedelta(seconds=120))
+        groups = RankGroups(world)
     except Exception as e:  # reported to the parent, which retries on another port
         results.put(("fatal", world_rank, None, f"{type(e).__name__}: {e}"))
         return
     results.put(("ready", world_rank, None, None))
-    group_cache = {}
     while True:
         task = tasks.get()
         if task is None:
             break
         case_id, case, replays_draws = task
         try:
-            report = rank_step(adapter, case, world_rank, group_cache, replays_draws)
+            report = rank_step(adapter, case, world_rank, groups, replays_draws)
         except Exception as e:  # noqa: BLE001 - the step's error, reported per rank
             report = {"error": f"{type(e).__name__}: {e}"}
         results.put(("result", world_rank, case_id, report))
@@ -326,11 +340,11 @@ class DdpRuntime:
 # --------------------------------------------------------------------------------------
 
 
-def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
+def ddp_rank_step(adapter, case, world_rank, groups, replays_draws):
     """rank_step for a case of families.py: the replica under DistributedDataParallel."""
     dtype = torch_dtype(case)
     replica = world_rank % case.replicas
-    group = dp_groups_for(case.world, case.dp, group_cache)[replica]
+    group = groups.dp_group(replica, case.dp)
     if case.family in families.TWO_TOWERS:
         module, encoders, direct = families.two_tower_replica(case, dtype)
     else:
@@ -342,7 +356,7 @@ def ddp_rank_step(adapter, case, world_rank, group_cache, replays_draws):
         if case.learnable_temperature:
             module.inverse_temperature = families.inverse_temperature_parameter(case, dtype)
             direct = {"inverse_temperature": module.inverse_temperature}
-    model = wrap_and_seed(module, case, world_rank, group)
+    model = wrap_and_seed(module, case, world_rank, group, groups.ddp)
     ctx = families.context_class(case)(case, world_rank, model, group, replays_draws, None,
                                        encoders, direct)
     ctx.sync_context = lambda last: model.no_sync() if not last else _null()
