@@ -3,7 +3,10 @@
 # requirements into it (pip skips what is there already). Prints the interpreter's path
 # as its last line.
 # Usage: scripts/python-env.sh [VENV_DIR]          (default .venv in the checkout)
-#   INFONCE_PYTHON      the interpreter that makes the venv (default: python3.11, else python3)
+#   INFONCE_PYTHON      the interpreter that makes the venv (default: Debian's /usr/bin/python3.11
+#                       when it is there, else python3.11, else python3 from PATH). Debian builds
+#                       CPython with PGO and LTO; pyenv's build, first on PATH here, has neither,
+#                       and the torch worker spends ~7% more CPU per case on it.
 #   INFONCE_PY_PROFILE  core: torch, numpy, pytest (what the suite's own Python tests need)
 #                       field (default): core plus the field's packages (python/requirements/field.txt),
 #                       and VENV-pylate: pylate with its own pins (python/requirements/pylate.txt)
@@ -21,7 +24,9 @@ case $profile in
   core | field) ;;
   *) echo "python-env: error: INFONCE_PY_PROFILE must be core or field, not '$profile'" >&2; exit 2 ;;
 esac
-base_python=${INFONCE_PYTHON:-$(command -v python3.11 || command -v python3)}
+debian_python=/usr/bin/python3.11
+[[ -x $debian_python ]] && "$debian_python" -c 'import ensurepip, venv' 2>/dev/null || debian_python=
+base_python=${INFONCE_PYTHON:-${debian_python:-$(command -v python3.11 || command -v python3)}}
 [[ -n $base_python ]] || { echo "python-env: error: no python3 on PATH" >&2; exit 2; }
 
 if [[ ! -x $venv/bin/python ]]; then
