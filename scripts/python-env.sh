@@ -46,6 +46,8 @@ run_pip() {
   rm -f "$log"
   ((status == 0)) || { echo "python-env: error: pip failed (exit $status): ${*:2}" >&2; exit 1; }
 }
+# pip first: the base interpreter's bundled one differs (python/requirements/pip.txt)
+run_pip "${pip[@]}" install -r "$req/pip.txt"
 echo "python-env: [1/3] core: $(grep -v '^#' "$req/core.txt" | tr '\n' ' ')" >&2
 run_pip "${pip[@]}" install -c "$req/constraints.txt" -r "$req/core.txt"
 if [[ $profile == field ]]; then
